@@ -1,0 +1,39 @@
+// Runs one collective on N threads over an InProcessFabric: the Executor and
+// the schedules exactly as the daemons run them, with memory instead of a
+// network. Used by the unit tests and by `testbed trace`.
+//
+// Thread-safety: RunInProcess is reentrant; it owns its threads and joins them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "allreduce/collective.h"
+#include "allreduce/data_type.h"
+#include "allreduce/transport/transport.h"
+
+namespace testbed {
+
+using Bytes = std::vector<std::byte>;
+
+struct InProcessRun {
+  std::vector<Bytes> buffers;                    // per rank, after the collective
+  std::vector<std::vector<PeerTraffic>> traffic;  // [rank][peer], measured by the transport
+  std::vector<std::vector<Bytes>> snapshots;     // [round][rank], when requested
+  std::vector<absl::Status> status;              // per rank
+};
+
+struct InProcessRunOptions {
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  bool keep_snapshots = false;  // copy every rank's buffer after every round
+};
+
+// `inputs` holds one buffer per rank (the world size), all the same size.
+InProcessRun RunInProcess(const Collective& collective, std::vector<Bytes> inputs,
+                          const InProcessRunOptions& options);
+
+}  // namespace testbed

@@ -1,0 +1,34 @@
+# Finds every dependency from Debian's packages. A missing one stops the
+# configure step with the apt package that provides it, instead of CMake's
+# generic "could not find" message.
+
+set(_testbed_missing "")
+
+# testbed_require(<find_package args...> APT <debian packages>)
+macro(testbed_require name)
+  cmake_parse_arguments(_req "CONFIG" "" "APT" ${ARGN})
+  if(_req_CONFIG)
+    find_package(${name} CONFIG QUIET)
+  else()
+    find_package(${name} QUIET)
+  endif()
+  if(NOT ${name}_FOUND)
+    list(APPEND _testbed_missing "${name} (apt-get install ${_req_APT})")
+  endif()
+endmacro()
+
+testbed_require(absl CONFIG APT libabsl-dev)
+testbed_require(Protobuf APT libprotobuf-dev protobuf-compiler)
+testbed_require(gRPC CONFIG APT libgrpc++-dev protobuf-compiler-grpc)
+testbed_require(ucx CONFIG APT libucx-dev)
+testbed_require(GTest APT libgtest-dev libgmock-dev)
+testbed_require(CLI11 CONFIG APT libcli11-dev)
+testbed_require(spdlog CONFIG APT libspdlog-dev)
+find_package(Threads REQUIRED)
+
+if(_testbed_missing)
+  list(JOIN _testbed_missing "\n  " _testbed_missing_text)
+  message(FATAL_ERROR
+    "Missing build dependencies:\n  ${_testbed_missing_text}\n"
+    "Install them all at once with: sudo .ci/install-deps")
+endif()

@@ -1,0 +1,63 @@
+#include "experiments/traffic_command.h"
+
+#include "allreduce/traffic.h"
+#include "experiments/cli_common.h"
+
+namespace testbed {
+
+CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "traffic",
+      "Payload bytes each all-reduce algorithm moves, counted from its schedules (nothing is "
+      "run), beside the closed form: total over all ranks, the busiest rank's load, rounds.");
+  cmd->add_option("-n,--workers", options.workers, "Number of workers N (ranks)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("-b,--bytes", options.bytes,
+                  "Vector size M per worker: 4096, 64KiB, 16MiB, 1GiB, 64K (binary), 1MB")
+      ->check(ByteSizeValidator())
+      ->capture_default_str();
+  cmd->add_option("-t,--dtype", options.dtype, "Element type; M must be a whole number of them")
+      ->check(DataTypeValidator())
+      ->capture_default_str();
+  cmd->add_option("-a,--algorithms", options.algorithms,
+                  "Comma-separated subset (default: naive,ring,tree,butterfly)")
+      ->delimiter(',')
+      ->check(CollectiveValidator(/*all_reduce_only=*/true));
+  cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
+      ->check(FormatValidator())
+      ->capture_default_str();
+  cmd->footer(
+      "Columns: total_bytes = payload sent by all ranks; max_rank_bytes = the busiest rank's\n"
+      "busier direction (its link's load); formula_* = the closed forms of DESIGN.md.\n"
+      "Example: testbed traffic --workers 8 --bytes 64MiB --format csv");
+  return cmd;
+}
+
+int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& err) {
+  const std::int64_t bytes = *ParseByteSize(options.bytes);
+  const DataType type = *ParseDataType(options.dtype);
+  const auto element = static_cast<std::int64_t>(ElementSize(type));
+  if (bytes % element != 0) {
+    err << "error: --bytes " << bytes << " is not a whole number of " << Name(type) << " ("
+        << element << "-byte) elements\n";
+    return 2;
+  }
+  std::vector<const Collective*> algorithms;
+  for (const std::string& name : options.algorithms) algorithms.push_back(FindCollective(name));
+  if (algorithms.empty()) algorithms = AllReduceAlgorithms();
+
+  Table table({"algorithm", "workers", "bytes", "total_bytes", "max_rank_bytes", "rounds",
+               "formula_bytes", "formula_rounds", "formula"});
+  for (const Collective* c : algorithms) {
+    const TrafficSummary t = CountTraffic(*c, options.workers, bytes, element);
+    table.AddRow({std::string(c->name), std::int64_t{options.workers}, bytes, t.total_bytes,
+                  t.max_rank_bytes, std::int64_t{t.rounds},
+                  c->formula_bytes(options.workers, bytes),
+                  std::int64_t{c->formula_rounds(options.workers)}, std::string(c->formula)});
+  }
+  table.Print(*ParseOutputFormat(options.format), out);
+  return 0;
+}
+
+}  // namespace testbed

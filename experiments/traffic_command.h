@@ -1,0 +1,25 @@
+// `testbed traffic`: the payload each all-reduce algorithm moves for N workers
+// and M bytes, counted from the schedules (nothing runs), beside DESIGN.md's
+// closed form.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace testbed {
+
+struct TrafficOptions {
+  int workers = 8;
+  std::string bytes = "64MiB";
+  std::string dtype = "float32";
+  std::vector<std::string> algorithms;  // empty: all four
+  std::string format = "table";
+};
+
+CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options);
+int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace testbed

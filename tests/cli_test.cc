@@ -1,0 +1,157 @@
+// The `testbed` command line: size parsing, output formats, and the binary
+// itself answering bad input with a clear message and a non-zero exit.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "experiments/byte_size.h"
+#include "experiments/table.h"
+#include "experiments/trace_command.h"
+#include "experiments/traffic_command.h"
+
+namespace testbed {
+namespace {
+
+TEST(ByteSizeTest, AcceptsPlainBytesAndSuffixes) {
+  EXPECT_EQ(*ParseByteSize("4096"), 4096);
+  EXPECT_EQ(*ParseByteSize("100B"), 100);
+  EXPECT_EQ(*ParseByteSize("64KiB"), 64 << 10);
+  EXPECT_EQ(*ParseByteSize("64MiB"), 64 << 20);
+  EXPECT_EQ(*ParseByteSize("2GiB"), std::int64_t{2} << 30);
+  EXPECT_EQ(*ParseByteSize("16M"), 16 << 20);
+  EXPECT_EQ(*ParseByteSize("1MB"), 1000000);
+  EXPECT_EQ(*ParseByteSize(" 8 KiB "), 8192);
+}
+
+TEST(ByteSizeTest, RejectsMalformedSizes) {
+  for (const char* bad : {"", "MiB", "-4", "1.5MiB", "12XB", "64 mib", "9999999999999GiB", "0x10"}) {
+    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
+  }
+}
+
+TEST(ByteSizeTest, FormatsTheShortestExactSpelling) {
+  EXPECT_EQ(FormatByteSize(65536), "64KiB");
+  EXPECT_EQ(FormatByteSize(1000), "1000B");
+  EXPECT_EQ(FormatByteSize(std::int64_t{3} << 30), "3GiB");
+}
+
+TEST(TableTest, JsonLinesKeepNumbersAsNumbers) {
+  Table t({"algorithm", "bytes", "ratio"});
+  t.AddRow({std::string("ring \"fast\""), std::int64_t{42}, 0.5});
+  std::ostringstream out;
+  t.Print(OutputFormat::kJson, out);
+  EXPECT_EQ(out.str(), "{\"algorithm\": \"ring \\\"fast\\\"\", \"bytes\": 42, \"ratio\": 0.5}\n");
+}
+
+TEST(TableTest, CsvQuotesFieldsThatNeedIt) {
+  Table t({"a", "b"});
+  t.AddRow({std::string("x,y"), std::int64_t{1}});
+  std::ostringstream out;
+  t.Print(OutputFormat::kCsv, out);
+  EXPECT_EQ(out.str(), "a,b\n\"x,y\",1\n");
+}
+
+TEST(TrafficCommandTest, JsonRowsCarryTheMeasuredAndFormulaBytes) {
+  TrafficOptions options;
+  options.workers = 4;
+  options.bytes = "1KiB";
+  options.format = "json";
+  std::ostringstream out, err;
+  ASSERT_EQ(RunTraffic(options, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("{\"algorithm\": \"naive\", \"workers\": 4, \"bytes\": 1024, "
+                      "\"total_bytes\": 12288, \"max_rank_bytes\": 3072, \"rounds\": 1, "
+                      "\"formula_bytes\": 12288"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"algorithm\": \"butterfly\", \"workers\": 4, \"bytes\": 1024, "
+                      "\"total_bytes\": 8192"),
+            std::string::npos)
+      << text;
+}
+
+TEST(TrafficCommandTest, RejectsBytesThatAreNotWholeElements) {
+  TrafficOptions options;
+  options.bytes = "1001";
+  std::ostringstream out, err;
+  EXPECT_NE(RunTraffic(options, out, err), 0);
+  EXPECT_NE(err.str().find("not a whole number of float32"), std::string::npos);
+}
+
+TEST(TraceCommandTest, EndsWithEveryRankHoldingEveryContribution) {
+  TraceOptions options;
+  options.algorithm = "butterfly";
+  options.workers = 3;
+  options.count = 2;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunTrace(options, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("round 0 (fold)"), std::string::npos);
+  EXPECT_NE(text.find("rank 0 -> rank 1: elements [0,2); rank 1 adds them into its [0,2)"),
+            std::string::npos);
+  // After the last round, every rank holds 10^0 + 10^1 + 10^2.
+  const std::string last = text.substr(text.find("round 2 (unfold)"));
+  EXPECT_NE(last.find("rank  0: 111 111"), std::string::npos) << last;
+  EXPECT_NE(last.find("rank  2: 111 111"), std::string::npos) << last;
+  EXPECT_NE(text.find("3 rounds (formula 3); 8 elements sent in total"), std::string::npos);
+}
+
+TEST(TraceCommandTest, TracesEveryCollective) {
+  for (const char* name : {"naive", "ring", "tree", "butterfly", "reduce-scatter", "all-gather",
+                           "broadcast", "reduce"}) {
+    TraceOptions options;
+    options.algorithm = name;
+    options.workers = 5;
+    options.count = 7;
+    options.root = 2;
+    std::ostringstream out, err;
+    EXPECT_EQ(RunTrace(options, out, err), 0) << name << ": " << err.str();
+    EXPECT_NE(out.str().find("round 0"), std::string::npos) << name;
+  }
+}
+
+// Runs the real binary; returns its exit status and everything it printed.
+std::pair<int, std::string> RunCli(const std::string& args) {
+  const std::string command = std::string(TESTBED_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"trace --algorithm quicksort", "unknown algorithm 'quicksort'"},
+           Case{"traffic --algorithms ring,reduce", "unknown algorithm 'reduce'"},
+           Case{"traffic --workers 0", "--workers"},
+           Case{"trace --workers -3", "--workers"},
+           Case{"traffic --bytes 12XB", "bad size '12XB'"},
+           Case{"traffic --bytes 1.5MiB", "bad size"},
+           Case{"traffic --format yaml", "--format"},
+           Case{"trace --algorithm broadcast --workers 3 --root 3", "not a rank of 3"},
+           Case{"", "subcommand"},
+       }) {
+    const auto [status, output] = RunCli(c.args);
+    EXPECT_NE(status, 0) << c.args;
+    EXPECT_NE(output.find(c.message), std::string::npos) << c.args << "\n" << output;
+  }
+}
+
+TEST(CliBinaryTest, HelpExplainsEachSubcommand) {
+  const auto [status, output] = RunCli("traffic --help");
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(output.find("--workers"), std::string::npos);
+  EXPECT_NE(output.find("max_rank_bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace testbed

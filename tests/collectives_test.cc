@@ -1,0 +1,155 @@
+// Every collective x world size 1..17 x element count {0, 1, N-1, N+1,
+// 1000003} x data type, run over the in-process transport: every rank ends
+// with the exact result, and the payload the transport counted equals the
+// closed form of DESIGN.md, as do the rounds.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <tuple>
+
+#include "allreduce/collective.h"
+#include "allreduce/inprocess_run.h"
+#include "allreduce/traffic.h"
+#include "tests/collective_oracle.h"
+
+namespace testbed {
+namespace {
+
+using testing::CheckResults;
+using testing::MakeInputs;
+
+enum class CountKind { kZero, kOne, kNMinus1, kNPlus1, kLarge };
+
+std::int64_t CountFor(CountKind kind, int n) {
+  switch (kind) {
+    case CountKind::kZero: return 0;
+    case CountKind::kOne: return 1;
+    case CountKind::kNMinus1: return n - 1;
+    case CountKind::kNPlus1: return n + 1;
+    case CountKind::kLarge: return 1000003;  // prime: never divisible by N > 1
+  }
+  return 0;
+}
+
+std::string CountName(CountKind kind) {
+  switch (kind) {
+    case CountKind::kZero: return "count0";
+    case CountKind::kOne: return "count1";
+    case CountKind::kNMinus1: return "countNminus1";
+    case CountKind::kNPlus1: return "countNplus1";
+    case CountKind::kLarge: return "count1000003";
+  }
+  return "";
+}
+
+// Runs `collective` and checks values and measured traffic.
+void RunAndCheck(const Collective& collective, int n, std::int64_t count, DataType type,
+                 ReduceOp op, int root) {
+  const std::vector<Bytes> inputs = MakeInputs(collective.semantics, n, count, type, root);
+  const InProcessRun run =
+      RunInProcess(collective, inputs, {.type = type, .op = op, .root = root});
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(run.status[r].ok()) << run.status[r];
+
+  const testing::Mismatches wrong =
+      CheckResults(collective.semantics, run.buffers, count, type, op, root);
+  EXPECT_EQ(wrong.count, 0) << "first: " << wrong.first;
+
+  const std::int64_t bytes = count * static_cast<std::int64_t>(ElementSize(type));
+  std::int64_t sent = 0, received = 0;
+  for (const auto& per_peer : run.traffic) {
+    for (const PeerTraffic& t : per_peer) {
+      sent += t.bytes_sent;
+      received += t.bytes_received;
+    }
+  }
+  EXPECT_EQ(sent, collective.formula_bytes(n, bytes)) << collective.formula;
+  EXPECT_EQ(received, sent);
+
+  const TrafficSummary summary = CountTraffic(collective, n, bytes, ElementSize(type), root);
+  EXPECT_EQ(summary.total_bytes, sent);
+  EXPECT_EQ(summary.rounds, collective.formula_rounds(n));
+}
+
+using CrossParam = std::tuple<std::string, int, CountKind, DataType>;
+
+class CollectiveCrossProduct : public ::testing::TestWithParam<CrossParam> {};
+
+TEST_P(CollectiveCrossProduct, ExactResultAndTraffic) {
+  const auto& [name, n, kind, type] = GetParam();
+  const Collective* collective = FindCollective(name);
+  ASSERT_NE(collective, nullptr);
+  RunAndCheck(*collective, n, CountFor(kind, n), type, ReduceOp::kSum, /*root=*/0);
+}
+
+std::vector<std::string> CollectiveNamesForTests() {
+  std::vector<std::string> names;
+  for (const Collective& c : AllCollectives()) names.emplace_back(c.name);
+  return names;
+}
+
+std::string CrossName(const ::testing::TestParamInfo<CrossParam>& info) {
+  const auto& [name, n, kind, type] = info.param;
+  std::string id = name + "_N" + std::to_string(n) + "_" + CountName(kind) + "_" +
+                   std::string(Name(type));
+  std::replace(id.begin(), id.end(), '-', '_');
+  return id;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllCollectives, CollectiveCrossProduct,
+    ::testing::Combine(::testing::ValuesIn(CollectiveNamesForTests()), ::testing::Range(1, 18),
+                       ::testing::Values(CountKind::kZero, CountKind::kOne, CountKind::kNMinus1,
+                                         CountKind::kNPlus1, CountKind::kLarge),
+                       ::testing::Values(DataType::kFloat32, DataType::kFloat64,
+                                         DataType::kInt32)),
+    CrossName);
+
+// Min and max, for every all-reduce algorithm and the rooted collectives.
+using OpParam = std::tuple<std::string, int, ReduceOp>;
+class CollectiveReduceOps : public ::testing::TestWithParam<OpParam> {};
+
+TEST_P(CollectiveReduceOps, ExactResult) {
+  const auto& [name, n, op] = GetParam();
+  const Collective* collective = FindCollective(name);
+  ASSERT_NE(collective, nullptr);
+  RunAndCheck(*collective, n, 1001, DataType::kFloat32, op, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MinMax, CollectiveReduceOps,
+    ::testing::Combine(::testing::Values("naive", "ring", "tree", "butterfly", "reduce-scatter",
+                                         "reduce"),
+                       ::testing::Values(2, 3, 6, 8, 11),
+                       ::testing::Values(ReduceOp::kMin, ReduceOp::kMax)),
+    [](const ::testing::TestParamInfo<OpParam>& info) {
+      std::string id = std::get<0>(info.param) + "_N" + std::to_string(std::get<1>(info.param)) +
+                       "_" + std::string(Name(std::get<2>(info.param)));
+      std::replace(id.begin(), id.end(), '-', '_');
+      return id;
+    });
+
+// Broadcast and reduce from every root.
+using RootParam = std::tuple<std::string, int>;
+class RootedCollective : public ::testing::TestWithParam<RootParam> {};
+
+TEST_P(RootedCollective, EveryRoot) {
+  const auto& [name, n] = GetParam();
+  const Collective* collective = FindCollective(name);
+  ASSERT_NE(collective, nullptr);
+  for (int root = 0; root < n; ++root) {
+    SCOPED_TRACE("root " + std::to_string(root));
+    RunAndCheck(*collective, n, 2 * n + 1, DataType::kInt32, ReduceOp::kSum, root);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Roots, RootedCollective,
+                         ::testing::Combine(::testing::Values("broadcast", "reduce"),
+                                            ::testing::Values(2, 3, 5, 7, 8, 12)),
+                         [](const ::testing::TestParamInfo<RootParam>& info) {
+                           return std::get<0>(info.param) + "_N" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+}  // namespace
+}  // namespace testbed
