@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "experiments/experiment_commands.h"
 #include "experiments/trace_command.h"
 #include "experiments/traffic_command.h"
 
@@ -19,7 +20,14 @@ int main(int argc, char** argv) {
   testbed::TrafficOptions traffic;
   CLI::App* traffic_cmd = testbed::AddTrafficCommand(app, traffic);
 
+  testbed::LocalOptions local;
+  CLI::App* local_cmd = testbed::AddLocalCommand(app, local);
+  testbed::RunOptions run;
+  CLI::App* run_cmd = testbed::AddRunCommand(app, run);
+
   CLI11_PARSE(app, argc, argv);
+  if (local_cmd->parsed()) return testbed::RunLocal(local, *local_cmd);
+  if (run_cmd->parsed()) return testbed::RunRun(run, *run_cmd);
   if (trace_cmd->parsed()) return testbed::RunTrace(trace, std::cout, std::cerr);
   if (traffic_cmd->parsed()) return testbed::RunTraffic(traffic, std::cout, std::cerr);
   return 2;

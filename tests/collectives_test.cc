@@ -11,13 +11,11 @@
 #include "allreduce/collective.h"
 #include "allreduce/inprocess_run.h"
 #include "allreduce/traffic.h"
-#include "tests/collective_oracle.h"
+#include "allreduce/expected_values.h"
 
 namespace testbed {
 namespace {
 
-using testing::CheckResults;
-using testing::MakeInputs;
 
 enum class CountKind { kZero, kOne, kNMinus1, kNPlus1, kLarge };
 
@@ -51,7 +49,7 @@ void RunAndCheck(const Collective& collective, int n, std::int64_t count, DataTy
       RunInProcess(collective, inputs, {.type = type, .op = op, .root = root});
   for (int r = 0; r < n; ++r) ASSERT_TRUE(run.status[r].ok()) << run.status[r];
 
-  const testing::Mismatches wrong =
+  const Mismatches wrong =
       CheckResults(collective.semantics, run.buffers, count, type, op, root);
   EXPECT_EQ(wrong.count, 0) << "first: " << wrong.first;
 

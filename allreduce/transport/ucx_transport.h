@@ -1,0 +1,182 @@
+// UCX transport: one rank's Transport over UCP's tag-matching API, for ranks
+// that are real processes (or, in tests, threads with one transport each).
+//
+// Each transport owns a UCP context, one worker and an endpoint to every other
+// rank, created in that order and torn down in reverse. Bootstrap needs no
+// control plane: Create() makes the worker, WorkerAddress() is the blob that
+// peers need to reach it, and Connect() takes every rank's blob (delivered by
+// whatever out-of-band channel the caller has: the gRPC coordinator, a pipe,
+// memory) and creates the endpoints.
+//
+// UCP tag receives do not filter by endpoint, so the 64-bit UCX tag carries
+// the sender's rank in its top 16 bits and the interface's 48-bit tag below
+// it; receives match all 64 bits. Which transports carry the data (tcp,
+// shared memory, cma) is UCX's choice, steered with its own UCX_TLS
+// environment variable, read when the transport is created.
+//
+// Failure: endpoints use UCP_ERR_HANDLING_MODE_PEER, so a peer whose process
+// dies turns the operations pending with it into an error naming its rank
+// ("lost connection to rank 3") instead of a hang, provided the transport in
+// use can notice. TCP notices at once; UCX 1.13's shared memory (posix, sysv)
+// cannot, so under peer error handling UCX never selects it and ranks on one
+// host talk over loopback TCP. Every WaitAll() also has a deadline
+// (DeadlineExceeded, listing what it waited for), the backstop for what UCX
+// cannot see. An error from WaitAll(), or a UCX error from a Post call, first
+// ends everything in flight (so the caller's buffers are free again) and
+// leaves the transport unusable: later calls fail with FailedPrecondition. A
+// bad argument (peer, tag, call before Connect()) is refused and changes
+// nothing.
+//
+// Waiting does not burn a core: WaitAll() spins on the worker for a bounded
+// number of idle rounds, then arms the worker and sleeps on its event fd.
+//
+// Teardown flushes, on every endpoint that carried anything, what is still
+// owed to the peer (sent data, rendezvous replies); that needs the peer to
+// progress its worker, so ranks are best destroyed concurrently, as separate
+// processes are. The wait is bounded by UcxOptions::close_timeout.
+//
+// Thread-safety: like every Transport, one UcxTransport is used by one thread
+// at a time (the worker runs in UCS_THREAD_MODE_SERIALIZED, so that thread may
+// differ from the one that created it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "allreduce/transport/transport.h"
+
+namespace testbed {
+
+struct UcxOptions {
+  // How long one WaitAll() may block before it fails with DeadlineExceeded.
+  std::chrono::milliseconds wait_timeout = std::chrono::seconds(60);
+  // ucp_worker_progress() calls that find nothing to do before WaitAll()
+  // sleeps on the worker's event fd. A short spin keeps latency low when the
+  // peer answers at once; sleeping keeps an oversubscribed machine usable.
+  int idle_spins = 64;
+  // Ask UCX to detect dead peers (UCP_ERR_HANDLING_MODE_PEER). UCX then uses
+  // only transports that can; turn it off to allow shared-memory transports
+  // without failure detection (the control plane must then notice dead peers).
+  bool peer_error_handling = true;
+  // How long the destructor waits for endpoints to flush and close, and a
+  // failed WaitAll() for UCX to give up the operations still in flight.
+  std::chrono::milliseconds close_timeout = std::chrono::seconds(10);
+};
+
+class UcxTransport final : public Transport {
+ public:
+  // Creates the context and worker of `rank`. The transport cannot move data
+  // until Connect() has been called.
+  static absl::StatusOr<std::unique_ptr<UcxTransport>> Create(int rank, int world_size,
+                                                              UcxOptions options = {});
+  // Flushes the endpoints that were used (bounded by close_timeout), closes
+  // all of them, then the worker and the context.
+  ~UcxTransport() override;
+
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  // The address peers pass to Connect() to reach this rank; opaque bytes.
+  std::vector<std::byte> WorkerAddress() const { return worker_address_; }
+
+  // Creates an endpoint to every other rank. `addresses_by_rank` holds one
+  // WorkerAddress() per rank, indexed by rank (this rank's own entry is not
+  // used). Call once. Non-blocking: connections complete while waiting.
+  // Unavailable if UCX has no transport to a peer (e.g. UCX_TLS allows only
+  // shared memory while peer error handling is on).
+  absl::Status Connect(const std::vector<std::vector<std::byte>>& addresses_by_rank);
+
+  // What UCX chose for the endpoint to `peer`, as printed by
+  // ucp_ep_print_info (transports and devices per lane). For reports and
+  // debugging; empty if there is no such endpoint.
+  std::string DescribeEndpoint(int peer) const;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  std::string_view name() const override { return "ucx"; }
+
+  // Transport's contract; peer != rank(), tag <= kMaxTag, after Connect().
+  absl::Status PostSend(int peer, std::uint64_t tag, std::span<const std::byte> data) override;
+  absl::Status PostRecv(int peer, std::uint64_t tag, std::span<std::byte> data) override;
+  absl::Status WaitAll() override;
+
+  std::vector<PeerTraffic> Traffic() const override { return traffic_; }
+  void ResetTraffic() override;
+
+ private:
+  class Context;   // owns a ucp_context_h
+  class Worker;    // owns a ucp_worker_h and knows its event fd
+  class Endpoint;  // owns a ucp_ep_h to one peer and records its failure
+
+  // One posted send or receive, alive until the WaitAll() that ends it.
+  // Its address is the user data of the UCX request, so it must not move.
+  struct Operation {
+    UcxTransport* transport;
+    bool is_send;
+    int peer;
+    std::uint64_t tag;                  // the interface's tag, for messages
+    std::size_t size;                   // bytes posted
+    void* request = nullptr;            // UCX request, released after completion
+    bool done = false;                  // set when UCX reports completion
+    ucs_status_t status = UCS_OK;       // UCX's verdict, valid when done
+    std::size_t received = 0;           // bytes that arrived, for receives
+    bool short_message = false;         // a receive got fewer bytes than posted
+  };
+
+  UcxTransport(int rank, int world_size, UcxOptions options);
+
+  // FailedPrecondition once an earlier failure made the transport unusable.
+  absl::Status BrokenError() const;
+  absl::Status CheckPost(int peer, std::uint64_t tag) const;
+  // Records a completed operation and counts its payload.
+  void Complete(Operation& op, ucs_status_t status, std::size_t length);
+  // "send of 8 bytes to rank 3 (tag 7)", for messages.
+  static std::string Describe(const Operation& op);
+  // The error of a completed operation, naming the peer; OK on success.
+  absl::Status OperationError(const Operation& op) const;
+  // Whether an operation is pending with a peer whose endpoint has failed,
+  // and the error that names that peer.
+  bool HasPendingWithLostPeer() const;
+  absl::Status LostPeerError() const;
+  // DeadlineExceeded, listing what WaitAll() was still waiting for.
+  absl::Status TimeoutError() const;
+  // After a failure: cancels what is pending, force-closes the endpoints and
+  // waits (bounded) until UCX no longer touches the callers' buffers.
+  void Abort(absl::Status cause);
+  // Frees the UCX requests of all operations and forgets the operations.
+  void ReleaseRequests();
+
+  static void SendCallback(void* request, ucs_status_t status, void* user_data);
+  static void RecvCallback(void* request, ucs_status_t status,
+                           const ucp_tag_recv_info_t* info, void* user_data);
+
+  const int rank_;
+  const int world_size_;
+  const UcxOptions options_;
+  // Declared in lifecycle order, so they are destroyed in reverse.
+  std::unique_ptr<Context> context_;
+  std::unique_ptr<Worker> worker_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;  // by rank; null for self
+  std::vector<std::byte> worker_address_;
+
+  std::deque<Operation> operations_;  // posted since the last WaitAll()
+  std::size_t completed_ = 0;         // how many of operations_ are done
+  bool operation_failed_ = false;     // some completed operation has an error
+  std::atomic<int> lost_peers_{0};    // endpoints that reported failure
+  absl::Status broken_;               // set once a failure made this unusable
+  std::vector<PeerTraffic> traffic_;  // by rank
+};
+
+}  // namespace testbed

@@ -1,0 +1,27 @@
+// The client side of Submit: sends a spec to the coordinator, prints its
+// progress lines, hands each result row to the caller as it arrives.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include <grpcpp/client_context.h>
+
+#include "absl/status/status.h"
+#include "proto/credentials.h"
+#include "proto/experiment.pb.h"
+
+namespace testbed {
+
+using RowHandler = std::function<void(const proto::ResultRow&)>;
+
+// Blocks until the experiment ends. `context` is the caller's, so another
+// thread can TryCancel() it (Ctrl-C). The error, if any, is the coordinator's
+// own message: it names a lost rank when one was lost.
+absl::Status SubmitExperiment(const std::string& coordinator, const Credentials& credentials,
+                              const proto::ExperimentSpec& spec, int wait_for_workers_s,
+                              grpc::ClientContext& context, const RowHandler& on_row,
+                              std::ostream& progress);
+
+}  // namespace testbed

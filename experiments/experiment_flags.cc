@@ -1,0 +1,172 @@
+#include "experiments/experiment_flags.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "allreduce/collective.h"
+#include "experiments/byte_size.h"
+#include "experiments/cli_common.h"
+#include "proto/spec.h"
+
+namespace testbed {
+namespace {
+
+// Collects the parser's complaints with their positions (1-based for people).
+class SpecErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit SpecErrors(std::string path) : path_(std::move(path)) {}
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!text_.empty()) text_ += "\n";
+    text_ += absl::StrCat(path_, ":", line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string path_;
+  std::string text_;
+};
+
+}  // namespace
+
+void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
+  cmd.add_option("--spec", f.spec_file,
+                 "Experiment spec in protobuf text format (experiments/specs/*.textproto); "
+                 "flags given as well override its fields")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--name", f.name, "A name recorded with the results");
+  cmd.add_option("-n,--workers", f.workers, "Number of workers N")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd.add_option("-a,--algorithms", f.algorithms, "Comma-separated: naive,ring,tree,butterfly")
+      ->delimiter(',')
+      ->check(CollectiveValidator(/*all_reduce_only=*/true))
+      ->capture_default_str();
+  cmd.add_option("-s,--sizes", f.sizes,
+                 "Bytes per worker: MIN:MAX (x4 steps, MAX included), MIN:MAX:xF, or a list "
+                 "A,B,C; units KiB, MiB, GiB")
+      ->capture_default_str();
+  cmd.add_option("-i,--iters", f.iterations, "Timed iterations per size")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd.add_option("-w,--warmup", f.warmup, "Untimed iterations before them")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  cmd.add_option("-t,--dtype", f.dtype, "Element type")
+      ->check(DataTypeValidator())
+      ->capture_default_str();
+  cmd.add_option("--op", f.op, "Reduction")
+      ->check(CLI::IsMember({"sum", "min", "max"}))
+      ->capture_default_str();
+  cmd.add_flag("--no-check", f.no_check, "Skip verifying results (wrong is then -1)");
+  cmd.add_option("--timeout", f.timeout_s, "Seconds one collective may take before it fails")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  cmd.add_option("-o,--out", f.out,
+                 "Append results as JSON lines to this file: one 'experiment' record (spec, git "
+                 "revision, host), then one 'result' record per row");
+  cmd.add_option("-f,--format", f.format, "Rows on stdout: table, csv or json")
+      ->check(FormatValidator())
+      ->capture_default_str();
+}
+
+absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  const auto parse = [](std::string_view part) { return ParseByteSize(part); };
+  if (text.find(':') == std::string::npos) {
+    for (const std::string& part : std::vector<std::string>(absl::StrSplit(text, ','))) {
+      absl::StatusOr<std::int64_t> size = parse(part);
+      if (!size.ok()) return size.status();
+      sizes.push_back(*size);
+    }
+  } else {
+    std::vector<std::string> parts = absl::StrSplit(text, ':');
+    if (parts.size() < 2 || parts.size() > 3) {
+      return absl::InvalidArgumentError(absl::StrCat("bad size range '", text,
+                                                     "': write MIN:MAX or MIN:MAX:xF"));
+    }
+    absl::StatusOr<std::int64_t> lo = parse(parts[0]);
+    if (!lo.ok()) return lo.status();
+    absl::StatusOr<std::int64_t> hi = parse(parts[1]);
+    if (!hi.ok()) return hi.status();
+    std::int64_t factor = 4;
+    if (parts.size() == 3) {
+      const std::string& f = parts[2];
+      if (f.size() < 2 || f[0] != 'x' || f.find_first_not_of("0123456789", 1) != std::string::npos ||
+          std::stoll(f.substr(1)) < 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("bad size step '", f, "' in '", text, "': write x2, x4, x10, ..."));
+      }
+      factor = std::stoll(f.substr(1));
+    }
+    if (*lo > *hi || *lo <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad size range '", text, "': need 0 < MIN <= MAX"));
+    }
+    for (std::int64_t s = *lo; s <= *hi; s *= factor) {
+      sizes.push_back(s);
+      if (s > *hi / factor) break;
+    }
+    if (sizes.back() != *hi) sizes.push_back(*hi);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+absl::StatusOr<proto::ExperimentSpec> ReadSpecFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read spec file ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  proto::ExperimentSpec spec;
+  google::protobuf::TextFormat::Parser parser;
+  SpecErrors errors(path);
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text.str(), &spec)) {
+    return absl::InvalidArgumentError(errors.text().empty() ? path + ": not a valid spec"
+                                                            : errors.text());
+  }
+  return spec;
+}
+
+absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const CLI::App& cmd) {
+  proto::ExperimentSpec spec;
+  const bool from_file = !f.spec_file.empty();
+  if (from_file) {
+    absl::StatusOr<proto::ExperimentSpec> read = ReadSpecFile(f.spec_file);
+    if (!read.ok()) return read.status();
+    spec = *read;
+  }
+  // Without a spec file every flag counts (with its default); with one, only
+  // the flags the user typed override it.
+  const auto given = [&](const char* flag) { return !from_file || cmd.count(flag) > 0; };
+  if (given("--name") && !f.name.empty()) spec.set_name(f.name);
+  if (given("--workers")) spec.set_workers(f.workers);
+  if (given("--algorithms")) {
+    spec.clear_algorithms();
+    for (const std::string& a : f.algorithms) spec.add_algorithms(a);
+  }
+  if (given("--sizes")) {
+    absl::StatusOr<std::vector<std::int64_t>> sizes = ParseSizeList(f.sizes);
+    if (!sizes.ok()) return sizes.status();
+    spec.clear_sizes();
+    for (std::int64_t s : *sizes) spec.add_sizes(s);
+  }
+  if (given("--iters")) spec.set_iterations(f.iterations);
+  if (given("--warmup")) spec.set_warmup(f.warmup);
+  if (given("--dtype")) spec.set_dtype(f.dtype);
+  if (given("--op")) spec.set_op(f.op);
+  if (cmd.count("--no-check") > 0) spec.set_skip_check(true);
+  if (given("--timeout")) spec.set_timeout_s(f.timeout_s);
+  ApplyDefaults(spec);
+  if (absl::Status st = ValidateSpec(spec); !st.ok()) return st;
+  return spec;
+}
+
+}  // namespace testbed

@@ -1,0 +1,47 @@
+// The flags that describe an experiment, shared by `testbed local` and
+// `testbed run`, and how they (or a textproto spec file) become an
+// ExperimentSpec. Sizes: "4KiB:64MiB" (x4 steps, MAX included), "8:16MiB:x2",
+// or a list "4096,1MiB,16MiB".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/status/statusor.h"
+#include "proto/experiment.pb.h"
+
+namespace testbed {
+
+struct ExperimentFlags {
+  std::string spec_file;  // a textproto; the flags below then only override what is given
+  std::string name;
+  int workers = 4;
+  std::vector<std::string> algorithms = {"naive", "ring", "tree", "butterfly"};
+  std::string sizes = "4KiB:16MiB";
+  int iterations = 10;
+  int warmup = 2;
+  std::string dtype = "float32";
+  std::string op = "sum";
+  bool no_check = false;
+  int timeout_s = 60;
+  std::string out;  // JSON lines file
+  std::string format = "table";
+};
+
+// Registers the flags on `command`.
+void AddExperimentFlags(CLI::App& command, ExperimentFlags& flags);
+
+// The spec the flags (and spec file, if any) describe, validated.
+absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& flags,
+                                                const CLI::App& command);
+
+// "4KiB:64MiB", "8:16MiB:x2", "4096,1MiB": sizes in bytes, ascending.
+absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text);
+
+// A textproto ExperimentSpec; errors give the file, line and column.
+absl::StatusOr<proto::ExperimentSpec> ReadSpecFile(const std::string& path);
+
+}  // namespace testbed

@@ -1,0 +1,186 @@
+#include "experiments/local_cluster.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace testbed {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string DescribeExit(const std::string& name, pid_t pid, int status) {
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat(name, " (pid ", pid, ") was killed by signal ", WTERMSIG(status));
+  }
+  return absl::StrCat(name, " (pid ", pid, ") exited with status ", WEXITSTATUS(status));
+}
+
+}  // namespace
+
+std::string FindDaemon(const std::string& name) {
+  if (const char* dir = std::getenv("TESTBED_BIN_DIR"); dir != nullptr && *dir) {
+    return (fs::path(dir) / name).string();
+  }
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error).parent_path();
+  const std::string folder = name == "testbed-server" ? "server" : "worker";
+  for (const fs::path& candidate : {self / name, self / ".." / folder / name}) {
+    if (fs::exists(candidate)) return fs::weakly_canonical(candidate).string();
+  }
+  return name;  // left to PATH
+}
+
+absl::Status LocalCluster::Spawn(const std::string& name, const std::vector<std::string>& argv,
+                                 const std::string& log) {
+  const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot write ", log));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(log_fd);
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    // The child: die with the harness, take its signals normally, log to a file.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the harness died before prctl
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    const int null_fd = open("/dev/null", O_RDONLY);
+    dup2(null_fd, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    dprintf(STDERR_FILENO, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(log_fd);
+  std::lock_guard lock(mu_);
+  children_.push_back(Child{name, pid, log});
+  return absl::OkStatus();
+}
+
+void LocalCluster::Reap(bool block) {
+  std::lock_guard lock(mu_);
+  for (Child& child : children_) {
+    if (child.exited) continue;
+    int status = 0;
+    if (waitpid(child.pid, &status, block ? 0 : WNOHANG) == child.pid) {
+      child.exited = true;
+      child.status = status;
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const LocalClusterOptions& options) {
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster());
+  const std::string server = FindDaemon("testbed-server");
+  const std::string worker = FindDaemon("testbed-worker");
+  for (const std::string& binary : {server, worker}) {
+    if (access(binary.c_str(), X_OK) != 0) {
+      return absl::NotFoundError(absl::StrCat("cannot find ", binary,
+                                              " (build it, or set TESTBED_BIN_DIR)"));
+    }
+  }
+  const std::string port_file = (fs::path(options.log_dir) / "server.port").string();
+  fs::remove(port_file);
+  if (absl::Status st = cluster->Spawn(
+          "testbed-server",
+          {server, "--listen", "127.0.0.1:0", "--port-file", port_file},
+          (fs::path(options.log_dir) / "server.log").string());
+      !st.ok()) {
+    return st;
+  }
+  cluster->reaper_ = std::thread([c = cluster.get()] {
+    while (!c->done_) {
+      c->Reap(/*block=*/false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+
+  // The server writes its port once it listens.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int port = 0;
+  while (port == 0) {
+    std::ifstream(port_file) >> port;
+    if (port != 0) break;
+    if (!cluster->UnexpectedExits().empty() || std::chrono::steady_clock::now() > deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "testbed-server did not start; see ", (fs::path(options.log_dir) / "server.log").string()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  cluster->coordinator_ = absl::StrCat("127.0.0.1:", port);
+  for (int i = 0; i < options.workers; ++i) {
+    if (absl::Status st = cluster->Spawn(
+            absl::StrCat("testbed-worker ", i),
+            {worker, "--coordinator", cluster->coordinator_, "--connect-timeout", "30"},
+            (fs::path(options.log_dir) / absl::StrCat("worker-", i, ".log")).string());
+        !st.ok()) {
+      return st;
+    }
+  }
+  return cluster;
+}
+
+std::vector<pid_t> LocalCluster::worker_pids() const {
+  std::lock_guard lock(mu_);
+  std::vector<pid_t> pids;
+  for (std::size_t i = 1; i < children_.size(); ++i) pids.push_back(children_[i].pid);
+  return pids;
+}
+
+std::vector<std::string> LocalCluster::UnexpectedExits() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> exits;
+  if (stopping_) return exits;
+  for (const Child& child : children_) {
+    if (child.exited) exits.push_back(DescribeExit(child.name, child.pid, child.status));
+  }
+  return exits;
+}
+
+void LocalCluster::Stop() {
+  if (stopping_.exchange(true)) return;
+  const auto signal_all = [&](int signal) {
+    std::lock_guard lock(mu_);
+    for (const Child& child : children_) {
+      if (!child.exited) kill(child.pid, signal);
+    }
+  };
+  const auto all_exited = [&] {
+    std::lock_guard lock(mu_);
+    for (const Child& child : children_) {
+      if (!child.exited) return false;
+    }
+    return true;
+  };
+  signal_all(SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!all_exited() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  signal_all(SIGKILL);
+  done_ = true;
+  if (reaper_.joinable()) reaper_.join();
+  Reap(/*block=*/true);
+}
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+}  // namespace testbed

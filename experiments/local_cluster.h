@@ -1,0 +1,75 @@
+// `testbed local`'s deployment: one testbed-server and N testbed-worker
+// daemons started as child processes on loopback - the same daemons a compose
+// deployment runs, without containers.
+//
+// Every process it starts it ends, by PID: in Stop(), in the destructor, and -
+// through PR_SET_PDEATHSIG - even when the harness itself is killed.
+//
+// Thread-safety: Start/Stop from one thread; UnexpectedExits() from any.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace testbed {
+
+struct LocalClusterOptions {
+  int workers = 4;
+  std::string bin_dir;  // where testbed-server and testbed-worker are
+  std::string log_dir;  // one log file per daemon
+  // Environment for the daemons (job id, token, UCX_TLS...) is inherited.
+};
+
+class LocalCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
+  ~LocalCluster();
+
+  const std::string& coordinator() const { return coordinator_; }  // 127.0.0.1:PORT
+  pid_t server_pid() const { return children_[0].pid; }
+  std::vector<pid_t> worker_pids() const;
+
+  // Daemons that ended on their own so far, described ("testbed-worker 2
+  // (pid 123) was killed by signal 9").
+  std::vector<std::string> UnexpectedExits() const;
+
+  // SIGTERM to every daemon still running, SIGKILL to those alive 5 s later,
+  // all reaped. Idempotent.
+  void Stop();
+
+ private:
+  struct Child {
+    std::string name;  // "testbed-server", "testbed-worker 2"
+    pid_t pid = -1;
+    std::string log;
+    bool exited = false;  // guarded by mu_
+    int status = 0;       // waitpid status once exited
+  };
+
+  LocalCluster() = default;
+  absl::Status Spawn(const std::string& name, const std::vector<std::string>& argv,
+                     const std::string& log);
+  void Reap(bool block);  // collects exits; guarded by mu_ inside
+
+  std::vector<Child> children_;  // [0] is the server
+  std::string coordinator_;
+  mutable std::mutex mu_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> done_{false};
+  std::thread reaper_;
+};
+
+// Where the daemons are: $TESTBED_BIN_DIR, else beside this executable, else
+// the build tree's ../server and ../worker.
+std::string FindDaemon(const std::string& name);
+
+}  // namespace testbed

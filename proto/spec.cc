@@ -1,0 +1,49 @@
+#include "proto/spec.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "allreduce/collective.h"
+#include "allreduce/data_type.h"
+
+namespace testbed {
+
+void ApplyDefaults(proto::ExperimentSpec& spec) {
+  if (spec.iterations() == 0) spec.set_iterations(10);
+  if (spec.dtype().empty()) spec.set_dtype("float32");
+  if (spec.op().empty()) spec.set_op("sum");
+  if (spec.timeout_s() == 0) spec.set_timeout_s(60);
+}
+
+absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
+  const auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("bad experiment: ", parts...));
+  };
+  if (spec.workers() < 1 || spec.workers() > 1024) {
+    return bad("workers must be 1..1024, not ", spec.workers());
+  }
+  if (spec.algorithms().empty()) return bad("no algorithms");
+  for (const std::string& name : spec.algorithms()) {
+    const Collective* c = FindCollective(name);
+    if (c == nullptr || !c->is_all_reduce()) {
+      return bad("unknown algorithm '", name, "' (choose from ",
+                 CollectiveNames(/*all_reduce_only=*/true), ")");
+    }
+  }
+  const auto type = ParseDataType(spec.dtype());
+  if (!type) return bad("unknown dtype '", spec.dtype(), "' (float32, float64, int32)");
+  if (!ParseReduceOp(spec.op())) return bad("unknown op '", spec.op(), "' (sum, min, max)");
+  if (spec.sizes().empty()) return bad("no sizes");
+  const auto element = static_cast<std::int64_t>(ElementSize(*type));
+  for (std::int64_t size : spec.sizes()) {
+    if (size < 0 || size % element != 0) {
+      return bad("size ", size, " is not a whole number of ", std::string(Name(*type)), " (",
+                 element, "-byte) elements");
+    }
+    if (size > (std::int64_t{4} << 30)) return bad("size ", size, " is over 4 GiB per worker");
+  }
+  if (spec.iterations() > 1000000) return bad("iterations over 1000000");
+  return absl::OkStatus();
+}
+
+}  // namespace testbed

@@ -1,0 +1,17 @@
+// Rules of an ExperimentSpec, in one place for the CLI (to fail early, before
+// starting anything), the coordinator (the authority) and the workers.
+#pragma once
+
+#include "absl/status/status.h"
+#include "proto/experiment.pb.h"
+
+namespace testbed {
+
+// Fills the documented defaults (iterations 10, dtype float32, op sum, ...).
+void ApplyDefaults(proto::ExperimentSpec& spec);
+
+// InvalidArgument naming the first bad field: unknown algorithm, N < 1, a size
+// that is not a whole number of elements, no sizes, ...
+absl::Status ValidateSpec(const proto::ExperimentSpec& spec);
+
+}  // namespace testbed

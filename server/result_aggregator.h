@@ -1,0 +1,18 @@
+// Turns the N per-rank measurements of one (algorithm, size) into the row
+// people read: the collective's time in an iteration is its slowest rank's;
+// payload is what the transports counted; theory is DESIGN.md's closed form.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/experiment.pb.h"
+
+namespace testbed {
+
+// `by_rank` holds exactly spec.workers() results, one per rank, all for the
+// same algorithm and size, each with the same number of iterations.
+absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
+                                              const std::vector<proto::RankResult>& by_rank);
+
+}  // namespace testbed

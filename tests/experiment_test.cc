@@ -1,0 +1,171 @@
+// The pieces of an experiment that need no network: specs from flags and
+// files, one rank's sweep over the in-process transport, and the aggregation
+// of per-rank results into rows.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "allreduce/transport/inprocess_transport.h"
+#include "experiments/experiment_flags.h"
+#include "proto/spec.h"
+#include "server/result_aggregator.h"
+#include "worker/sweep_runner.h"
+#include "worker/worker_daemon.h"
+
+namespace testbed {
+namespace {
+
+TEST(SizeListTest, RangesStepByFourAndIncludeTheMaximum) {
+  EXPECT_EQ(*ParseSizeList("4KiB:64KiB"), (std::vector<std::int64_t>{4096, 16384, 65536}));
+  EXPECT_EQ(ParseSizeList("8:16MiB")->back(), 16 << 20);
+  EXPECT_EQ(*ParseSizeList("1KiB:8KiB:x2"), (std::vector<std::int64_t>{1024, 2048, 4096, 8192}));
+  EXPECT_EQ(*ParseSizeList("1MiB,4096,4096"), (std::vector<std::int64_t>{4096, 1 << 20}));
+  EXPECT_EQ(*ParseSizeList("100:100"), (std::vector<std::int64_t>{100}));
+}
+
+TEST(SizeListTest, RejectsMalformedLists) {
+  for (const char* bad : {"", "4KiB:", "64KiB:4KiB", "1:2:3:4", "4:64:x1", "4:64:*2", "1,,2",
+                          "0:64", "1Q"}) {
+    EXPECT_FALSE(ParseSizeList(bad).ok()) << bad;
+  }
+}
+
+TEST(SpecTest, ValidationNamesTheBadField) {
+  proto::ExperimentSpec spec;
+  spec.set_workers(4);
+  spec.add_algorithms("ring");
+  spec.add_sizes(4096);
+  ApplyDefaults(spec);
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+  EXPECT_EQ(spec.iterations(), 10u);
+
+  proto::ExperimentSpec odd = spec;
+  odd.set_sizes(0, 4097);
+  EXPECT_NE(ValidateSpec(odd).message().find("4097 is not a whole number of float32"),
+            std::string::npos);
+  proto::ExperimentSpec unknown = spec;
+  unknown.add_algorithms("reduce");  // a collective, but not an all-reduce
+  EXPECT_NE(ValidateSpec(unknown).message().find("unknown algorithm 'reduce'"), std::string::npos);
+  proto::ExperimentSpec nobody = spec;
+  nobody.set_workers(0);
+  EXPECT_FALSE(ValidateSpec(nobody).ok());
+}
+
+TEST(SpecTest, FileErrorsCarryLineAndColumn) {
+  const std::string path = std::filesystem::temp_directory_path() / "testbed_bad_spec.textproto";
+  std::ofstream(path) << "workers: 4\nalgorithms: \"ring\"\nsizes: [4096, oops]\n";
+  const auto spec = ReadSpecFile(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("testbed_bad_spec.textproto:3:15"), std::string::npos)
+      << spec.status();
+  std::filesystem::remove(path);
+}
+
+TEST(SpecTest, FlagsOverrideOnlyWhatIsGivenBesideASpecFile) {
+  const std::string path = std::filesystem::temp_directory_path() / "testbed_good_spec.textproto";
+  std::ofstream(path) << "workers: 8\nalgorithms: [\"tree\"]\nsizes: [64]\niterations: 3\n";
+  CLI::App app;
+  ExperimentFlags flags;
+  AddExperimentFlags(app, flags);
+  app.parse("--spec " + path + " --iters 5", /*program_name_included=*/false);
+  const auto spec = BuildSpec(flags, app);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->workers(), 8u);        // from the file
+  EXPECT_EQ(spec->iterations(), 5u);     // from the flag
+  EXPECT_EQ(spec->algorithms(0), "tree");
+  std::filesystem::remove(path);
+}
+
+TEST(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
+  proto::ExperimentSpec spec;
+  spec.set_workers(3);
+  for (const char* a : {"naive", "ring", "tree", "butterfly"}) spec.add_algorithms(a);
+  spec.add_sizes(4 * 1001);
+  spec.add_sizes(4);
+  spec.set_iterations(2);
+  spec.set_warmup(1);
+  ApplyDefaults(spec);
+  ASSERT_TRUE(ValidateSpec(spec).ok());
+
+  InProcessFabric fabric(3);
+  std::vector<std::vector<proto::RankResult>> results(3);
+  std::vector<absl::Status> status(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto transport = fabric.Connect(r);
+      status[r] = RunSweep(spec, *transport, "inprocess", [&](const proto::RankResult& result) {
+        results[r].push_back(result);
+        return absl::OkStatus();
+      });
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(status[r].ok()) << status[r];
+    ASSERT_EQ(results[r].size(), 8u);
+  }
+  for (std::size_t row = 0; row < 8; ++row) {
+    std::vector<proto::RankResult> by_rank = {results[0][row], results[1][row], results[2][row]};
+    const auto aggregated = AggregateRow(spec, by_rank);
+    ASSERT_TRUE(aggregated.ok()) << aggregated.status();
+    SCOPED_TRACE(aggregated->algorithm() + " " + std::to_string(aggregated->bytes()));
+    EXPECT_EQ(aggregated->wrong(), 0);
+    EXPECT_EQ(aggregated->iterations(), 2u);
+    // One iteration's payload, barriers excluded.
+    EXPECT_EQ(aggregated->payload_bytes_total(), aggregated->theory_bytes_total());
+  }
+}
+
+proto::RankResult Result(int rank, std::vector<double> times, std::uint64_t sent) {
+  proto::RankResult r;
+  r.set_rank(rank);
+  r.set_algorithm("ring");
+  r.set_bytes(1000000);
+  for (double t : times) r.add_iteration_us(t);
+  r.set_payload_bytes_sent(sent);
+  r.set_payload_bytes_received(sent);
+  r.set_wrong(rank);
+  r.set_transport("ucx(tcp)");
+  return r;
+}
+
+TEST(AggregateTest, AnIterationTakesItsSlowestRanksTime) {
+  proto::ExperimentSpec spec;
+  spec.set_workers(2);
+  spec.set_dtype("float32");
+  const auto row = AggregateRow(spec, {Result(0, {10, 40}, 1000000), Result(1, {30, 20}, 1000000)});
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_DOUBLE_EQ(row->time_us_min(), 30);
+  EXPECT_DOUBLE_EQ(row->time_us_max(), 40);
+  EXPECT_DOUBLE_EQ(row->time_us_avg(), 35);
+  EXPECT_DOUBLE_EQ(row->algbw_gbps(), 1e6 / 35e-6 / 1e9);
+  EXPECT_DOUBLE_EQ(row->busbw_gbps(), row->algbw_gbps() * 2 * 1 / 2);
+  EXPECT_EQ(row->payload_bytes_total(), 2000000u);
+  EXPECT_EQ(row->theory_bytes_total(), 2000000u);  // ring, N = 2: 2(N-1)M
+  EXPECT_EQ(row->wrong(), 1);
+  EXPECT_EQ(row->rounds(), 2u);
+}
+
+TEST(AggregateTest, RefusesMismatchedRanks) {
+  proto::ExperimentSpec spec;
+  spec.set_workers(2);
+  EXPECT_FALSE(AggregateRow(spec, {Result(0, {1}, 1)}).ok());
+  EXPECT_FALSE(AggregateRow(spec, {Result(0, {1}, 1), Result(1, {1, 2}, 1)}).ok());
+  EXPECT_FALSE(AggregateRow(spec, {Result(1, {1}, 1), Result(0, {1}, 1)}).ok());
+}
+
+TEST(WorkerTest, PeerErrorHandlingIsOffOnlyForSharedMemoryOnlyTransports) {
+  EXPECT_TRUE(WantPeerErrorHandling("auto", nullptr));
+  EXPECT_TRUE(WantPeerErrorHandling("auto", "tcp"));
+  EXPECT_TRUE(WantPeerErrorHandling("auto", "tcp,posix"));
+  EXPECT_FALSE(WantPeerErrorHandling("auto", "posix,sysv,self"));
+  EXPECT_FALSE(WantPeerErrorHandling("auto", "sm"));
+  EXPECT_TRUE(WantPeerErrorHandling("on", "sm"));
+  EXPECT_FALSE(WantPeerErrorHandling("off", "tcp"));
+}
+
+}  // namespace
+}  // namespace testbed

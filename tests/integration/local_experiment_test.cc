@@ -1,0 +1,132 @@
+// `testbed local` for real: a coordinator and N worker daemons on loopback,
+// every all-reduce algorithm over UCX, odd sizes. Every row must be exact
+// (wrong == 0) and move exactly the bytes theory says.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tests/integration/process_runner.h"
+
+namespace testbed {
+namespace {
+
+using testing::JsonField;
+using testing::Lines;
+using testing::TestbedProcess;
+
+std::string TempDir(const std::string& name) {
+  std::string path = std::filesystem::temp_directory_path() / ("testbed-it-" + name + "-XXXXXX");
+  return mkdtemp(path.data());
+}
+
+class LocalSweep : public ::testing::TestWithParam<int> {};
+
+TEST_P(LocalSweep, EveryAlgorithmIsExactAndMovesTheoryBytes) {
+  const int n = GetParam();
+  const std::string dir = TempDir("sweep");
+  // Element counts 1, 7, 1001 and 65537 (odd, never divisible by N > 1), float32.
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", std::to_string(n), "--algorithms",
+                          "naive,ring,tree,butterfly", "--sizes", "4,28,4004,262148", "--iters",
+                          "2", "--warmup", "1", "--format", "json", "--out", dir + "/r.jsonl",
+                          "--timeout", "60"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(4));
+  ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 16u) << testbed.Stdout();
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    EXPECT_EQ(JsonField(row, "workers"), std::to_string(n));
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    EXPECT_EQ(JsonField(row, "iterations"), "2");
+    EXPECT_GT(std::atof(JsonField(row, "time_us_avg").c_str()), 0);
+  }
+  // The results file: the experiment record, then the same rows.
+  const std::vector<std::string> file = Lines(testing::ReadFile(dir + "/r.jsonl"));
+  ASSERT_EQ(file.size(), 17u);
+  EXPECT_EQ(JsonField(file[0], "record"), "experiment");
+  EXPECT_NE(file[0].find("\"git_revision\""), std::string::npos);
+  EXPECT_NE(file[0].find("\"spec\": {"), std::string::npos);
+  EXPECT_EQ(JsonField(file[1], "record"), "result");
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, LocalSweep, ::testing::Values(1, 2, 3, 4, 5, 8),
+                         [](const auto& info) { return "N" + std::to_string(info.param); });
+
+TEST(LocalFailure, KilledWorkerFailsTheRunNamingTheLostRank) {
+  const std::string dir = TempDir("kill");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "4", "--algorithms", "ring", "--sizes", "4MiB",
+                          "--iters", "100000", "--warmup", "0", "--log-dir", dir + "/logs"},
+                         dir);
+  // Wait until the sweep runs: every worker has logged its rank.
+  std::vector<pid_t> workers;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int ranked = 0;
+  while (ranked < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ranked = 0;
+    for (int i = 0; i < 4; ++i) {
+      const std::string log = testing::ReadFile(dir + "/logs/worker-" + std::to_string(i) + ".log");
+      if (log.find(" of 4") != std::string::npos) ++ranked;
+    }
+  }
+  ASSERT_EQ(ranked, 4) << testbed.Stderr();
+  std::smatch pids;
+  const std::string err = testbed.Stderr();
+  ASSERT_TRUE(std::regex_search(err, pids, std::regex("testbed-worker pids ([0-9]+) ([0-9]+) ([0-9]+) ([0-9]+)")))
+      << err;
+  for (int i = 1; i <= 4; ++i) workers.push_back(std::stoi(pids[i].str()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mid-collective
+
+  const pid_t victim = workers[1];
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const auto killed_at = std::chrono::steady_clock::now();
+  const auto status = testbed.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a worker died";
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(30));
+  EXPECT_NE(*status, 0);
+
+  const std::string report = testbed.Stderr();
+  std::smatch lost;
+  ASSERT_TRUE(std::regex_search(report, lost, std::regex("lost rank ([0-9]) \\(worker [0-9] \\([^)]* pid " +
+                                                         std::to_string(victim) + "\\)\\)")))
+      << report;
+  const std::string victim_rank = lost[1].str();
+  // Every other worker exited non-zero by itself, its log naming the lost rank
+  // (seen by UCX as a lost connection, or told by the coordinator).
+  const std::regex names_victim("lost (connection to )?rank " + victim_rank);
+  for (int i = 0; i < 4; ++i) {
+    if (workers[i] == victim) continue;
+    EXPECT_NE(report.find("testbed-worker " + std::to_string(i) + " (pid " +
+                          std::to_string(workers[i]) + ") exited with status 1"),
+              std::string::npos)
+        << report;
+    const std::string log = testing::ReadFile(dir + "/logs/worker-" + std::to_string(i) + ".log");
+    EXPECT_TRUE(std::regex_search(log, names_victim)) << log;
+  }
+  // Nothing is left running.
+  for (pid_t pid : workers) EXPECT_NE(kill(pid, 0), 0) << "pid " << pid << " survived";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LocalFailure, BadSpecFileIsReportedWithLineAndColumn) {
+  const std::string dir = TempDir("spec");
+  std::ofstream(dir + "/bad.textproto") << "workers: 2\nalgorithms: \"ring\"\nsizes: 4096\niterations: \"many\"\n";
+  TestbedProcess testbed(TESTBED_CLI_PATH, {"local", "--spec", dir + "/bad.textproto"}, dir);
+  const auto status = testbed.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 2);
+  EXPECT_NE(testbed.Stderr().find("bad.textproto:4:13"), std::string::npos) << testbed.Stderr();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace testbed

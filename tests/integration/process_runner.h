@@ -1,0 +1,102 @@
+// Runs `testbed` as a child process for the integration tests and always
+// ends it: the destructor kills it (and with PR_SET_PDEATHSIG on its side,
+// its daemons follow) if the test did not wait for it.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace testbed::testing {
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class TestbedProcess {
+ public:
+  // Starts `binary args...` with stdout and stderr going to files in `dir`.
+  TestbedProcess(const std::string& binary, const std::vector<std::string>& args,
+                 const std::string& dir)
+      : out_(dir + "/stdout"), err_(dir + "/stderr") {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int out = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(out, STDOUT_FILENO);
+      dup2(err, STDERR_FILENO);
+      std::vector<char*> argv{const_cast<char*>(binary.c_str())};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+
+  ~TestbedProcess() {
+    if (pid_ > 0 && !status_) {
+      kill(pid_, SIGTERM);  // the harness ends its daemons on SIGTERM
+      if (!Wait(std::chrono::seconds(15))) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+      }
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // The exit status, or nullopt if still running after `timeout`.
+  std::optional<int> Wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!status_) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return status_;
+  }
+
+  std::string Stdout() const { return ReadFile(out_); }
+  std::string Stderr() const { return ReadFile(err_); }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::string out_, err_;
+};
+
+// The value of "key": ... in one JSON line (numbers and strings; no nesting).
+inline std::string JsonField(const std::string& line, const std::string& key) {
+  const std::regex pattern("\"" + key + "\": (\"([^\"]*)\"|[-0-9.eE+]+)");
+  std::smatch match;
+  if (!std::regex_search(line, match, pattern)) return "";
+  return match[2].matched ? match[2].str() : match[1].str();
+}
+
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace testbed::testing

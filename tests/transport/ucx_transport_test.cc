@@ -1,0 +1,303 @@
+// UCX-only behaviour of UcxTransport, beyond the conformance suite:
+// argument checks, which transports UCX picked, that waiting sleeps instead
+// of spinning, and the real test of peer error handling: a peer *process*
+// (ucx_transport_peer) that dies while this one waits on it.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "allreduce/transport/ucx_transport.h"
+#include "tests/transport/transport_test_util.h"
+
+extern char** environ;
+
+namespace testbed {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Bytes;
+using testing::ReadBlob;
+using testing::ScopedEnv;
+using testing::WriteBlob;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::unique_ptr<UcxTransport> MustCreate(int rank, int world_size, UcxOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<UcxTransport>> transport =
+      UcxTransport::Create(rank, world_size, options);
+  EXPECT_TRUE(transport.ok()) << transport.status();
+  return transport.ok() ? *std::move(transport) : nullptr;
+}
+
+TEST(UcxTransportTest, CreateRejectsBadRankAndWorldSize) {
+  EXPECT_EQ(UcxTransport::Create(2, 2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(UcxTransport::Create(-1, 2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(UcxTransport::Create(0, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(UcxTransport::Create(0, 70000).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(UcxTransportTest, PostingNeedsConnectAndConnectNeedsEveryAddress) {
+  std::unique_ptr<UcxTransport> transport = MustCreate(0, 2);
+  ASSERT_NE(transport, nullptr);
+  EXPECT_FALSE(transport->WorkerAddress().empty());
+  Bytes buffer(4);
+  EXPECT_EQ(transport->PostSend(1, 0, buffer).code(), absl::StatusCode::kFailedPrecondition);
+
+  std::unique_ptr<UcxTransport> other = MustCreate(0, 2);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->Connect({other->WorkerAddress()}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(other->Connect({other->WorkerAddress(), {}}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(UcxTransportTest, TagAboveFortyEightBitsIsInvalid) {
+  std::unique_ptr<UcxTransport> a = MustCreate(0, 2);
+  std::unique_ptr<UcxTransport> b = MustCreate(1, 2);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  ASSERT_TRUE(a->Connect({a->WorkerAddress(), b->WorkerAddress()}).ok());
+  Bytes buffer(4);
+  EXPECT_EQ(a->PostSend(1, kMaxTag + 1, buffer).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(UcxTransportTest, DescribeEndpointShowsTheTransportInUse) {
+  ScopedEnv tls("UCX_TLS", "tcp");
+  std::unique_ptr<UcxTransport> a = MustCreate(0, 2);
+  std::unique_ptr<UcxTransport> b = MustCreate(1, 2);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  const std::vector<std::vector<std::byte>> addresses = {a->WorkerAddress(), b->WorkerAddress()};
+  ASSERT_TRUE(a->Connect(addresses).ok());
+  ASSERT_TRUE(b->Connect(addresses).ok());
+  EXPECT_THAT(a->DescribeEndpoint(1), HasSubstr("tcp"));
+  EXPECT_EQ(a->DescribeEndpoint(0), "");  // no endpoint to itself
+}
+
+double ThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// An idle wait sleeps instead of spinning: over a second of waiting for a
+// message that never comes, the waiting thread uses a small fraction of a
+// core. Run with the peer already talked to (the worker's event fd works as
+// documented) and with a peer that never progressed its worker (UCX's TCP
+// then keeps the event fd readable, see Worker::ProgressUntil).
+class UcxIdleWaitTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(UcxIdleWaitTest, IdleWaitSleepsInsteadOfSpinning) {
+  const bool peer_talked_first = GetParam();
+  std::unique_ptr<UcxTransport> a = MustCreate(0, 2, {.wait_timeout = seconds(1)});
+  std::unique_ptr<UcxTransport> b = MustCreate(1, 2);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  const std::vector<std::vector<std::byte>> addresses = {a->WorkerAddress(), b->WorkerAddress()};
+  ASSERT_TRUE(a->Connect(addresses).ok());
+  ASSERT_TRUE(b->Connect(addresses).ok());
+  if (peer_talked_first) {
+    Bytes ping(4), pong(4);
+    std::thread peer([&] {
+      Bytes echo(4);
+      EXPECT_TRUE(b->PostRecv(0, 7, echo).ok());
+      EXPECT_TRUE(b->WaitAll().ok());
+      EXPECT_TRUE(b->PostSend(0, 8, echo).ok());
+      EXPECT_TRUE(b->WaitAll().ok());
+    });
+    EXPECT_TRUE(a->PostSend(1, 7, ping).ok());
+    EXPECT_TRUE(a->PostRecv(1, 8, pong).ok());
+    EXPECT_TRUE(a->WaitAll().ok());
+    peer.join();
+  }
+  Bytes never(4);
+  ASSERT_TRUE(a->PostRecv(1, 0, never).ok());
+  const double start = ThreadCpuSeconds();
+  EXPECT_EQ(a->WaitAll().code(), absl::StatusCode::kDeadlineExceeded);
+  const double used = ThreadCpuSeconds() - start;
+  EXPECT_LT(used, 0.25) << "WaitAll burned " << used << " s of CPU in 1 s";
+  // `a` first: `b` would otherwise flush towards a peer that no longer
+  // progresses, and wait out its close timeout.
+  a.reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(Peer, UcxIdleWaitTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "TalkedFirst" : "NeverProgressed";
+                         });
+
+// A child process running ucx_transport_peer, killed and reaped by PID when
+// this object goes away, whether or not the test passed.
+class PeerProcess {
+ public:
+  // `args` follow the program name (see ucx_transport_peer.cc).
+  static std::unique_ptr<PeerProcess> Spawn(std::vector<std::string> args) {
+    auto peer = std::unique_ptr<PeerProcess>(new PeerProcess);
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0) return nullptr;
+    if (pipe2(from_child, O_CLOEXEC) != 0) {
+      close(to_child[0]);
+      close(to_child[1]);
+      return nullptr;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+    const std::string path = UCX_TRANSPORT_PEER_PATH;
+    args.insert(args.begin(), path);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const int error =
+        posix_spawn(&peer->pid_, path.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(to_child[0]);
+    close(from_child[1]);
+    peer->to_child_ = to_child[1];
+    peer->from_child_ = from_child[0];
+    if (error != 0) {
+      peer->pid_ = -1;
+      return nullptr;
+    }
+    return peer;
+  }
+
+  ~PeerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (to_child_ >= 0) close(to_child_);
+    if (from_child_ >= 0) close(from_child_);
+  }
+
+  int to_child() const { return to_child_; }
+  int from_child() const { return from_child_; }
+  void Kill() { kill(pid_, SIGKILL); }
+  // Reaps the child; returns its wait status.
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  PeerProcess() = default;
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+};
+
+struct DeadPeerCase {
+  std::string name;
+  std::optional<std::string> tls;  // UCX_TLS for both processes; nullopt: as inherited
+  bool kill;                       // parent kills the child vs. child exits by itself
+  bool send;                       // wait on a large send to it instead of a receive
+  bool peer_error_handling = true;
+  milliseconds timeout = seconds(60);
+};
+
+void PrintTo(const DeadPeerCase& param, std::ostream* os) { *os << param.name; }
+
+class UcxDeadPeerTest : public ::testing::TestWithParam<DeadPeerCase> {};
+
+// Rank 0 waits on a peer process that dies without closing anything. Over
+// TCP, UCX's peer error handling turns the wait into an error naming rank 1
+// at once (so the code is Unavailable, not DeadlineExceeded). Over shared
+// memory UCX 1.13 sees nothing, and only the deadline ends the wait: still an
+// error naming the peer, never a hang.
+TEST_P(UcxDeadPeerTest, WaitOnDeadPeerProcessFailsNamingIt) {
+  const DeadPeerCase& param = GetParam();
+  std::optional<ScopedEnv> tls;
+  if (param.tls) tls.emplace("UCX_TLS", *param.tls);
+  std::vector<std::string> args = {param.kill ? "wait" : "exit"};
+  if (!param.peer_error_handling) args.push_back("no-peer-errors");
+  std::unique_ptr<PeerProcess> child = PeerProcess::Spawn(args);
+  ASSERT_NE(child, nullptr);
+  std::unique_ptr<UcxTransport> transport = MustCreate(
+      0, 2, {.wait_timeout = param.timeout, .peer_error_handling = param.peer_error_handling});
+  ASSERT_NE(transport, nullptr);
+  tls.reset();
+
+  ASSERT_TRUE(WriteBlob(child->to_child(), transport->WorkerAddress()));
+  std::optional<Bytes> child_address = ReadBlob(child->from_child(), seconds(30));
+  ASSERT_TRUE(child_address.has_value()) << "the peer process sent no address";
+  absl::Status status = transport->Connect({transport->WorkerAddress(), *child_address});
+  ASSERT_TRUE(status.ok()) << status;
+
+  const Bytes ping = testing::Pattern(8, 1);
+  Bytes pong(8);
+  ASSERT_TRUE(transport->PostSend(1, 1, ping).ok());
+  ASSERT_TRUE(transport->PostRecv(1, 2, pong).ok());
+  status = transport->WaitAll();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(testing::FirstMismatch(pong, ping), -1);
+
+  // Large enough for rendezvous: it cannot complete without the peer.
+  Bytes pending(param.send ? (4 << 20) : 16);
+  ASSERT_TRUE((param.send ? transport->PostSend(1, 3, pending)
+                          : transport->PostRecv(1, 3, pending)).ok());
+  if (param.kill) child->Kill();
+  status = transport->WaitAll();
+  if (param.peer_error_handling) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+    EXPECT_THAT(status.message(), HasSubstr("lost connection to rank 1"));
+  } else {
+    EXPECT_THAT(status.code(), ::testing::AnyOf(absl::StatusCode::kUnavailable,
+                                                absl::StatusCode::kDeadlineExceeded))
+        << status;
+    EXPECT_THAT(status.message(), HasSubstr("rank 1"));
+  }
+
+  const int wait_status = child->Wait();
+  if (param.kill) {
+    EXPECT_TRUE(WIFSIGNALED(wait_status)) << wait_status;
+  } else {
+    EXPECT_TRUE(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) << wait_status;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, UcxDeadPeerTest,
+    ::testing::Values(
+        DeadPeerCase{.name = "default_exit", .tls = std::nullopt, .kill = false, .send = false},
+        DeadPeerCase{.name = "default_kill", .tls = std::nullopt, .kill = true, .send = false},
+        DeadPeerCase{.name = "tcp_exit", .tls = "tcp", .kill = false, .send = false},
+        DeadPeerCase{.name = "tcp_kill", .tls = "tcp", .kill = true, .send = false},
+        DeadPeerCase{.name = "tcp_kill_during_send", .tls = "tcp", .kill = true, .send = true},
+        // Shared memory only: UCX would refuse it with peer error handling.
+        DeadPeerCase{.name = "shm_exit_deadline_backstop",
+                     .tls = "sm",
+                     .kill = false,
+                     .send = false,
+                     .peer_error_handling = false,
+                     .timeout = seconds(2)}),
+    [](const ::testing::TestParamInfo<DeadPeerCase>& info) { return info.param.name; });
+
+// Under peer error handling, a UCX_TLS of shared memory alone cannot reach a
+// peer; Connect() says so and suggests the way out.
+TEST(UcxTransportTest, SharedMemoryOnlyWithPeerErrorHandlingIsUnreachable) {
+  ScopedEnv tls("UCX_TLS", "sm");
+  std::unique_ptr<UcxTransport> a = MustCreate(0, 2);
+  std::unique_ptr<UcxTransport> b = MustCreate(1, 2);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  absl::Status status = a->Connect({a->WorkerAddress(), b->WorkerAddress()});
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(status.message(), HasSubstr("peer_error_handling"));
+}
+
+}  // namespace
+}  // namespace testbed

@@ -1,0 +1,85 @@
+#include "worker/sweep_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "allreduce/collective.h"
+#include "allreduce/collectives.h"
+#include "allreduce/executor.h"
+#include "allreduce/expected_values.h"
+
+namespace testbed {
+
+absl::Status RunSweep(const proto::ExperimentSpec& spec, Transport& transport,
+                      const std::string& transport_label, const EmitRankResult& emit) {
+  const int rank = transport.rank();
+  const int n = transport.world_size();
+  const DataType type = *ParseDataType(spec.dtype());
+  const ReduceOp op = *ParseReduceOp(spec.op());
+  const auto element = static_cast<std::int64_t>(ElementSize(type));
+  const std::int64_t max_bytes = *std::max_element(spec.sizes().begin(), spec.sizes().end());
+
+  // value-initialized: every page is touched here, not in a timed loop.
+  std::vector<std::byte> buffer(max_bytes), pristine(max_bytes);
+  Executor executor(transport);
+
+  // The barrier is a one-element all-reduce; its buffer is its own.
+  const Schedule barrier = BuildAllReduceButterfly(rank, n, 1);
+  std::int32_t barrier_value = 0;
+  const auto barrier_span = std::as_writable_bytes(std::span(&barrier_value, 1));
+  const auto sync = [&] {
+    return executor.Run(barrier, barrier_span, DataType::kInt32, ReduceOp::kSum);
+  };
+
+  for (const std::string& name : spec.algorithms()) {
+    const Collective& collective = *FindCollective(name);
+    for (const std::int64_t bytes : spec.sizes()) {
+      const std::int64_t count = bytes / element;
+      const Schedule schedule = collective.build(rank, n, count, /*root=*/0);
+      executor.Prepare(schedule, type);
+      FillInput(collective.semantics, n, rank, count, type, 0, pristine.data());
+      const std::span<std::byte> data(buffer.data(), bytes);
+
+      proto::RankResult result;
+      result.set_rank(rank);
+      result.set_algorithm(name);
+      result.set_bytes(bytes);
+      result.set_transport(transport_label);
+      const std::uint32_t total = spec.warmup() + spec.iterations();
+      for (std::uint32_t i = 0; i < total; ++i) {
+        // In-place collectives overwrite their input: restore it, untimed.
+        if (bytes > 0) std::memcpy(data.data(), pristine.data(), bytes);
+        if (absl::Status st = sync(); !st.ok()) return st;
+        transport.ResetTraffic();
+        const auto start = std::chrono::steady_clock::now();
+        if (absl::Status st = executor.Run(schedule, data, type, op); !st.ok()) {
+          return absl::Status(st.code(), absl::StrCat(name, " at ", bytes, " bytes: ",
+                                                      std::string(st.message())));
+        }
+        const auto end = std::chrono::steady_clock::now();
+        if (i >= spec.warmup()) {
+          result.add_iteration_us(std::chrono::duration<double, std::micro>(end - start).count());
+        }
+      }
+      std::uint64_t sent = 0, received = 0;
+      for (const PeerTraffic& t : transport.Traffic()) {
+        sent += t.bytes_sent;
+        received += t.bytes_received;
+      }
+      result.set_payload_bytes_sent(sent);
+      result.set_payload_bytes_received(received);
+      result.set_wrong(spec.skip_check()
+                           ? -1
+                           : CheckRank(collective.semantics, n, rank, data.data(), count, type,
+                                       op, 0)
+                                 .count);
+      if (absl::Status st = emit(result); !st.ok()) return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace testbed

@@ -1,0 +1,53 @@
+// The worker daemon's life: attach to the coordinator (retrying until it is
+// up), then serve experiments one after another - make a UCX transport for the
+// rank it is given, trade addresses through the coordinator, run the sweep,
+// send results - until told to stop.
+//
+// A worker whose experiment fails (a peer lost, an Abort from the coordinator)
+// logs why and exits non-zero: UCX operations cannot be interrupted from
+// another thread, and a crashed peer leaves nothing worth reusing. Container
+// restart policies bring it back.
+//
+// Thread-safety: RunWorker runs on the main thread and starts a heartbeat
+// thread and one sweep thread per experiment; Stop() may be called from any
+// thread (the signal thread).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "proto/credentials.h"
+
+namespace testbed {
+
+struct WorkerOptions {
+  std::string coordinator;  // host:port
+  Credentials credentials;
+  std::chrono::seconds connect_timeout{120};  // for the coordinator to come up
+  std::string peer_error_handling = "auto";   // auto, on, off (UCX endpoints)
+};
+
+class WorkerDaemon {
+ public:
+  explicit WorkerDaemon(WorkerOptions options);
+  ~WorkerDaemon();
+
+  // Blocks until stopped (returns 0), or until the coordinator goes away or an
+  // experiment fails (logs why and returns non-zero).
+  int Run();
+  // Asks Run() to return: cancels the coordinator stream.
+  void Stop();
+
+ private:
+  struct State;
+  const WorkerOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+// Whether UCX endpoints should ask for peer failure detection: "auto" turns it
+// on unless UCX_TLS names only transports that cannot provide it (UCX 1.13's
+// shared memory), where asking for it would leave UCX no transport at all.
+bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls);
+
+}  // namespace testbed

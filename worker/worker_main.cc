@@ -1,0 +1,44 @@
+// testbed-worker: a long-lived worker daemon. It attaches to the coordinator
+// and runs whatever experiments are submitted there.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "server/signal_waiter.h"
+#include "worker/worker_daemon.h"
+
+int main(int argc, char** argv) {
+  CLI::App app(
+      "testbed-worker: attaches to the coordinator and runs the experiments submitted there, "
+      "over UCX (choose UCX transports with UCX_TLS). The job id and token come from "
+      "TESTBED_JOB_ID and TESTBED_TOKEN.",
+      "testbed-worker");
+  testbed::WorkerOptions options;
+  int connect_timeout_s = 120;
+  app.add_option("-c,--coordinator", options.coordinator, "The coordinator's HOST:PORT")
+      ->required();
+  app.add_option("--connect-timeout", connect_timeout_s,
+                 "Seconds to keep trying to reach the coordinator")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--peer-error-handling", options.peer_error_handling,
+                 "UCX peer failure detection: auto (on unless UCX_TLS is shared memory only), "
+                 "on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  options.connect_timeout = std::chrono::seconds(connect_timeout_s);
+
+  auto credentials = testbed::CredentialsFromEnvironment();
+  if (!credentials.ok()) {
+    spdlog::critical("{}", credentials.status().ToString());
+    return 2;
+  }
+  options.credentials = *credentials;
+
+  testbed::WorkerDaemon daemon(options);
+  testbed::SignalWaiter waiter([&](int signal) {
+    spdlog::info("signal {}: stopping", signal);
+    daemon.Stop();
+  });
+  return daemon.Run();
+}
