@@ -56,7 +56,7 @@ int SubmitAndReport(const ExperimentFlags& flags, const proto::ExperimentSpec& s
         }
       },
       std::cerr);
-  if (format != OutputFormat::kJson) table.Print(format, std::cout);
+  if (format != OutputFormat::kJson && !table.rows().empty()) table.Print(format, std::cout);
   if (interrupted) {
     std::cerr << "testbed: interrupted\n";
     return kInterrupted;
