@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
+#include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
 #include "proto/credentials.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
 
   std::unique_ptr<grpc::Server> server;
   auto credentials = testbed::CredentialsFromEnvironment();

@@ -167,5 +167,14 @@ TEST(WorkerTest, PeerErrorHandlingIsOffOnlyForSharedMemoryOnlyTransports) {
   EXPECT_FALSE(WantPeerErrorHandling("off", "tcp"));
 }
 
+TEST(WorkerTest, TransportLabelListsTheEndpointsLanes) {
+  const std::string info =
+      "#                 lane[0]:  0:tcp/lo.0 md[0]  -> md[0]/tcp/sysdev[255] am am_bw#0\n"
+      "#                 lane[1]:  3:cma/memory md[3] -> md[3]/cma rma_bw#0\n"
+      "#                 lane[2]:  0:tcp/lo.0 md[0]  -> md[0]/tcp/sysdev[255] keepalive\n";
+  EXPECT_EQ(UcxLanes(info), "tcp/lo.0+cma/memory");
+  EXPECT_EQ(UcxLanes("no lanes here"), "");
+}
+
 }  // namespace
 }  // namespace testbed

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <algorithm>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -27,9 +29,12 @@ std::string HostName() {
   return name;
 }
 
-std::string TransportLabel() {
-  const char* tls = std::getenv("UCX_TLS");
-  return absl::StrCat("ucx(", tls != nullptr && *tls ? tls : "auto", ")");
+// "ucx:tcp/lo.0" - what UCX chose to reach the next rank, for the results.
+std::string TransportLabel(const UcxTransport& transport) {
+  if (transport.world_size() == 1) return "ucx:none";
+  const int next = (transport.rank() + 1) % transport.world_size();
+  const std::string lanes = UcxLanes(transport.DescribeEndpoint(next));
+  return absl::StrCat("ucx:", lanes.empty() ? "unknown" : lanes);
 }
 
 // Ends the process at once: used when a sweep thread may be blocked inside
@@ -40,6 +45,19 @@ std::string TransportLabel() {
 }
 
 }  // namespace
+
+std::string UcxLanes(const std::string& endpoint_info) {
+  static const std::regex kLane(R"(lane\[\d+\]:\s+\d+:(\S+))");
+  std::vector<std::string> seen;
+  for (std::sregex_iterator it(endpoint_info.begin(), endpoint_info.end(), kLane), end; it != end;
+       ++it) {
+    const std::string lane = (*it)[1].str();
+    if (std::find(seen.begin(), seen.end(), lane) == seen.end()) seen.push_back(lane);
+  }
+  std::string joined;
+  for (const std::string& lane : seen) absl::StrAppend(&joined, joined.empty() ? "" : "+", lane);
+  return joined;
+}
 
 bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls) {
   if (setting == "on") return true;
@@ -129,6 +147,7 @@ int WorkerDaemon::Run() {
   proto::ExperimentSpec spec;
   std::uint64_t experiment_id = 0;
   std::unique_ptr<UcxTransport> transport;
+  std::string transport_label;
   std::thread sweep;
   std::atomic<bool> sweeping{false};
   const auto fail = [&](const std::string& why) {
@@ -176,6 +195,8 @@ int WorkerDaemon::Run() {
           fail(absl::StrCat("cannot connect to the other ranks: ", st.ToString()));
           break;
         }
+        transport_label = TransportLabel(*transport);
+        spdlog::info("experiment {}: connected over {}", experiment_id, transport_label);
         proto::WorkerMessage ready;
         ready.mutable_ready()->set_experiment_id(experiment_id);
         s.Send(ready);
@@ -186,7 +207,7 @@ int WorkerDaemon::Run() {
         sweeping = true;
         sweep = std::thread([&, id = experiment_id] {
           const absl::Status st =
-              RunSweep(spec, *transport, TransportLabel(), [&](const proto::RankResult& result) {
+              RunSweep(spec, *transport, transport_label, [&](const proto::RankResult& result) {
                 proto::WorkerMessage m;
                 *m.mutable_result() = result;
                 return s.Send(m) ? absl::OkStatus()

@@ -1,6 +1,7 @@
 // testbed-worker: a long-lived worker daemon. It attaches to the coordinator
 // and runs whatever experiments are submitted there.
 #include <CLI/CLI.hpp>
+#include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
 #include "server/signal_waiter.h"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
   options.connect_timeout = std::chrono::seconds(connect_timeout_s);
 
   auto credentials = testbed::CredentialsFromEnvironment();
