@@ -117,6 +117,55 @@ TEST(LocalFailure, KilledWorkerFailsTheRunNamingTheLostRank) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(LocalFailure, CtrlCEndsEveryProcessItStarted) {
+  const std::string dir = TempDir("sigint");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "3", "--algorithms", "ring", "--sizes", "1MiB",
+                          "--iters", "100000"},
+                         dir);
+  std::smatch pids;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string err;
+  while (std::chrono::steady_clock::now() < deadline) {
+    err = testbed.Stderr();
+    if (err.find("testbed-worker pids") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // into the sweep
+  ASSERT_TRUE(std::regex_search(err, pids, std::regex("server pid ([0-9]+) .*testbed-worker pids ([0-9]+) ([0-9]+) ([0-9]+)")))
+      << err;
+  ASSERT_EQ(kill(testbed.pid(), SIGINT), 0);
+  const auto status = testbed.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "testbed local ignored Ctrl-C";
+  EXPECT_EQ(*status, 130) << testbed.Stderr();
+  for (int i = 1; i <= 4; ++i) {
+    const pid_t pid = std::stoi(pids[i].str());
+    EXPECT_NE(kill(pid, 0), 0) << "pid " << pid << " survived Ctrl-C";
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LocalTransports, SharedMemoryIsExactToo) {
+  const std::string dir = TempDir("shm");
+  setenv("UCX_TLS", "posix,sysv,cma,self", 1);
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "3", "--algorithms", "naive,ring,tree,butterfly",
+                          "--sizes", "4,4004", "--iters", "2", "--format", "json"},
+                         dir);
+  unsetenv("UCX_TLS");
+  const auto status = testbed.Wait(std::chrono::minutes(2));
+  ASSERT_TRUE(status.has_value());
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 8u);
+  for (const std::string& row : rows) {
+    EXPECT_EQ(JsonField(row, "wrong"), "0") << row;
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total")) << row;
+    EXPECT_EQ(JsonField(row, "transport").find("tcp"), std::string::npos) << row;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LocalFailure, BadSpecFileIsReportedWithLineAndColumn) {
   const std::string dir = TempDir("spec");
   std::ofstream(dir + "/bad.textproto") << "workers: 2\nalgorithms: \"ring\"\nsizes: 4096\niterations: \"many\"\n";
