@@ -6,9 +6,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include <string_view>
-
 #include <ucs/type/status.h>
+
+#include <string_view>
 
 #include "absl/status/status.h"
 

@@ -152,9 +152,11 @@ class UcxTransport::Worker {
       if (status == UCS_ERR_BUSY) continue;
       if (status != UCS_OK) return UcsStatusToStatus(status, "ucp_worker_arm");
       pollfd fd{.fd = event_fd_, .events = POLLIN, .revents = 0};
-      const int ready = poll(&fd, 1, static_cast<int>(std::min<std::int64_t>(left_ms, kMaxSleepMs)));
+      const int ready =
+          poll(&fd, 1, static_cast<int>(std::min<std::int64_t>(left_ms, kMaxSleepMs)));
       if (ready < 0 && errno != EINTR) {
-        return absl::InternalError(absl::StrCat("poll on the UCX event fd: ", std::strerror(errno)));
+        return absl::InternalError(
+            absl::StrCat("poll on the UCX event fd: ", std::strerror(errno)));
       }
       woke = ready > 0;
     }
@@ -168,8 +170,7 @@ class UcxTransport::Worker {
     if (request == nullptr) return UCS_OK;
     if (UCS_PTR_IS_ERR(request)) return UCS_PTR_STATUS(request);
     absl::Status waited = ProgressUntil(
-        [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline,
-        idle_spins);
+        [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline, idle_spins);
     ucs_status_t status = ucp_request_check_status(request);
     // Released even if still in progress: UCX then finishes it on its own.
     ucp_request_free(request);
@@ -195,8 +196,7 @@ class UcxTransport::Endpoint {
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = reinterpret_cast<const ucp_address_t*>(address.data());
-    params.err_mode =
-        peer_error_handling ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    params.err_mode = peer_error_handling ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     params.err_handler.cb = &Endpoint::OnError;
     params.err_handler.arg = owner.get();  // stable: the Endpoint never moves
     ucs_status_t status = ucp_ep_create(worker.get(), &params, &owner->ep_);
@@ -325,8 +325,8 @@ UcxTransport::~UcxTransport() {
 absl::Status UcxTransport::Connect(const std::vector<std::vector<std::byte>>& addresses_by_rank) {
   if (!endpoints_.empty()) return absl::FailedPreconditionError("Connect() was already called");
   if (static_cast<int>(addresses_by_rank.size()) != world_size_) {
-    return absl::InvalidArgumentError(absl::StrCat("got ", addresses_by_rank.size(),
-                                                   " addresses for a world of ", world_size_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("got ", addresses_by_rank.size(), " addresses for a world of ", world_size_));
   }
   std::vector<std::unique_ptr<Endpoint>> endpoints(world_size_);
   for (int peer = 0; peer < world_size_; ++peer) {
@@ -334,9 +334,8 @@ absl::Status UcxTransport::Connect(const std::vector<std::vector<std::byte>>& ad
     if (addresses_by_rank[peer].empty()) {
       return absl::InvalidArgumentError(absl::StrCat("no address for rank ", peer));
     }
-    absl::StatusOr<std::unique_ptr<Endpoint>> endpoint =
-        Endpoint::Create(*worker_, peer, addresses_by_rank[peer], options_.peer_error_handling,
-                         &lost_peers_);
+    absl::StatusOr<std::unique_ptr<Endpoint>> endpoint = Endpoint::Create(
+        *worker_, peer, addresses_by_rank[peer], options_.peer_error_handling, &lost_peers_);
     if (absl::IsUnavailable(endpoint.status()) && options_.peer_error_handling) {
       // The usual cause: UCX_TLS allows only shared memory, which cannot
       // detect a dead peer, so UCX refuses it under peer error handling.
@@ -370,9 +369,9 @@ std::string UcxTransport::DescribeEndpoint(int peer) const {
 }
 
 absl::Status UcxTransport::BrokenError() const {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the UCX transport of rank ", rank_, " is unusable after an earlier failure: ",
-      broken_.message()));
+  return absl::FailedPreconditionError(
+      absl::StrCat("the UCX transport of rank ", rank_,
+                   " is unusable after an earlier failure: ", broken_.message()));
 }
 
 absl::Status UcxTransport::CheckPost(int peer, std::uint64_t tag) const {
@@ -381,9 +380,8 @@ absl::Status UcxTransport::CheckPost(int peer, std::uint64_t tag) const {
     return absl::FailedPreconditionError("Connect() must be called before posting");
   }
   if (peer < 0 || peer >= world_size_ || peer == rank_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank_, " cannot exchange with peer ", peer, " in a world of ",
-                     world_size_));
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, " cannot exchange with peer ",
+                                                   peer, " in a world of ", world_size_));
   }
   if (tag > kMaxTag) {
     return absl::InvalidArgumentError(absl::StrCat("tag ", tag, " exceeds ", kTagBits, " bits"));
@@ -391,8 +389,7 @@ absl::Status UcxTransport::CheckPost(int peer, std::uint64_t tag) const {
   return absl::OkStatus();
 }
 
-absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag,
-                                    std::span<const std::byte> data) {
+absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, std::span<const std::byte> data) {
   // A bad argument is refused before UCX sees it, so nothing changes.
   if (absl::Status status = CheckPost(peer, tag); !status.ok()) return status;
   endpoints_[peer]->MarkUsed();
@@ -405,8 +402,8 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag,
   params.user_data = &op;
   // The interface only carries host memory; saying so spares UCX a lookup.
   params.memory_type = UCS_MEMORY_TYPE_HOST;
-  ucs_status_ptr_t request =
-      ucp_tag_send_nbx(endpoints_[peer]->get(), data.data(), data.size(), UcxTag(rank_, tag), &params);
+  ucs_status_ptr_t request = ucp_tag_send_nbx(endpoints_[peer]->get(), data.data(), data.size(),
+                                              UcxTag(rank_, tag), &params);
   if (request == nullptr) {
     Complete(op, UCS_OK, data.size());
   } else if (UCS_PTR_IS_ERR(request)) {
@@ -502,10 +499,10 @@ void UcxTransport::Complete(Operation& op, ucs_status_t status, std::size_t leng
 }
 
 std::string UcxTransport::Describe(const Operation& op) {
-  return op.is_send ? absl::StrCat("send of ", op.size, " bytes to rank ", op.peer, " (tag ",
-                                   op.tag, ")")
-                    : absl::StrCat("receive of ", op.size, " bytes from rank ", op.peer,
-                                   " (tag ", op.tag, ")");
+  return op.is_send
+             ? absl::StrCat("send of ", op.size, " bytes to rank ", op.peer, " (tag ", op.tag, ")")
+             : absl::StrCat("receive of ", op.size, " bytes from rank ", op.peer, " (tag ", op.tag,
+                            ")");
 }
 
 absl::Status UcxTransport::OperationError(const Operation& op) const {
@@ -522,8 +519,7 @@ absl::Status UcxTransport::OperationError(const Operation& op) const {
     // UCX truncates (and reports) a message larger than the buffer; a
     // shorter one is caught in Complete(), where its length is known.
     return absl::InvalidArgumentError(absl::StrCat(
-        "rank ", rank_, ": ", Describe(op), ": size mismatch, the message rank ", op.peer,
-        " sent ",
+        "rank ", rank_, ": ", Describe(op), ": size mismatch, the message rank ", op.peer, " sent ",
         op.short_message ? absl::StrCat("has only ", op.received, " bytes")
                          : std::string("is larger")));
   }
@@ -540,9 +536,9 @@ absl::Status UcxTransport::LostPeerError() const {
     if (op.done) continue;
     const ucs_status_t failure = endpoints_[op.peer]->failure();
     if (failure != UCS_OK) {
-      return UcsStatusToStatus(failure, absl::StrCat("rank ", rank_, ": lost connection to rank ",
-                                                     op.peer, " with a ", Describe(op),
-                                                     " pending"));
+      return UcsStatusToStatus(
+          failure, absl::StrCat("rank ", rank_, ": lost connection to rank ", op.peer, " with a ",
+                                Describe(op), " pending"));
     }
   }
   return absl::OkStatus();
@@ -560,10 +556,10 @@ absl::Status UcxTransport::TimeoutError() const {
     }
     absl::StrAppend(&pending, listed > 1 ? ", " : "", Describe(op));
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      "rank ", rank_, ": WaitAll timed out after ", options_.wait_timeout.count(), " ms with ",
-      operations_.size() - completed_, " of ", operations_.size(), " operations pending: ",
-      pending));
+  return absl::DeadlineExceededError(
+      absl::StrCat("rank ", rank_, ": WaitAll timed out after ", options_.wait_timeout.count(),
+                   " ms with ", operations_.size() - completed_, " of ", operations_.size(),
+                   " operations pending: ", pending));
 }
 
 absl::Status UcxTransport::WaitAll() {

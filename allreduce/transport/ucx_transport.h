@@ -40,6 +40,8 @@
 // differ from the one that created it).
 #pragma once
 
+#include <ucp/api/ucp.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -50,8 +52,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <ucp/api/ucp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -126,13 +126,13 @@ class UcxTransport final : public Transport {
     UcxTransport* transport;
     bool is_send;
     int peer;
-    std::uint64_t tag;                  // the interface's tag, for messages
-    std::size_t size;                   // bytes posted
-    void* request = nullptr;            // UCX request, released after completion
-    bool done = false;                  // set when UCX reports completion
-    ucs_status_t status = UCS_OK;       // UCX's verdict, valid when done
-    std::size_t received = 0;           // bytes that arrived, for receives
-    bool short_message = false;         // a receive got fewer bytes than posted
+    std::uint64_t tag;             // the interface's tag, for messages
+    std::size_t size;              // bytes posted
+    void* request = nullptr;       // UCX request, released after completion
+    bool done = false;             // set when UCX reports completion
+    ucs_status_t status = UCS_OK;  // UCX's verdict, valid when done
+    std::size_t received = 0;      // bytes that arrived, for receives
+    bool short_message = false;    // a receive got fewer bytes than posted
   };
 
   UcxTransport(int rank, int world_size, UcxOptions options);
@@ -159,8 +159,8 @@ class UcxTransport final : public Transport {
   void ReleaseRequests();
 
   static void SendCallback(void* request, ucs_status_t status, void* user_data);
-  static void RecvCallback(void* request, ucs_status_t status,
-                           const ucp_tag_recv_info_t* info, void* user_data);
+  static void RecvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                           void* user_data);
 
   const int rank_;
   const int world_size_;

@@ -99,8 +99,8 @@ inline std::optional<Bytes> ReadBlob(int fd, std::chrono::milliseconds timeout) 
   auto read_all = [&](void* data, std::size_t size) {
     char* p = static_cast<char*>(data);
     while (size > 0) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
       pollfd pfd{.fd = fd, .events = POLLIN, .revents = 0};
       int ready = ::poll(&pfd, 1, static_cast<int>(left.count()));

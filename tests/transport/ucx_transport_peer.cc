@@ -33,10 +33,10 @@ int Fail(const std::string& what) {
 }
 
 int Run(const std::string& mode, bool peer_error_handling) {
-  absl::StatusOr<std::unique_ptr<UcxTransport>> transport = UcxTransport::Create(
-      1, 2,
-      UcxOptions{.wait_timeout = std::chrono::seconds(30),
-                 .peer_error_handling = peer_error_handling});
+  absl::StatusOr<std::unique_ptr<UcxTransport>> transport =
+      UcxTransport::Create(1, 2,
+                           UcxOptions{.wait_timeout = std::chrono::seconds(30),
+                                      .peer_error_handling = peer_error_handling});
   if (!transport.ok()) return Fail(std::string(transport.status().message()));
   if (!testing::WriteBlob(STDOUT_FILENO, (*transport)->WorkerAddress())) {
     return Fail("cannot write the address");

@@ -2,15 +2,16 @@
 // argument checks, which transports UCX picked, that waiting sleeps instead
 // of spinning, and the real test of peer error handling: a peer *process*
 // (ucx_transport_peer) that dies while this one waits on it.
+#include "allreduce/transport/ucx_transport.h"
+
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <memory>
@@ -21,7 +22,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "allreduce/transport/ucx_transport.h"
 #include "tests/transport/transport_test_util.h"
 
 extern char** environ;
@@ -29,13 +29,13 @@ extern char** environ;
 namespace testbed {
 namespace {
 
-using ::testing::HasSubstr;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
 using testing::Bytes;
+using ::testing::HasSubstr;
 using testing::ReadBlob;
 using testing::ScopedEnv;
 using testing::WriteBlob;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
 std::unique_ptr<UcxTransport> MustCreate(int rank, int world_size, UcxOptions options = {}) {
   absl::StatusOr<std::unique_ptr<UcxTransport>> transport =
@@ -92,22 +92,35 @@ double ThreadCpuSeconds() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
+struct IdleWaitCase {
+  std::string name;
+  std::string tls;           // UCX_TLS
+  bool peer_error_handling;  // off for shared memory, which needs it off
+  bool peer_talked_first;    // vs. a peer that never progressed its worker
+};
+
+void PrintTo(const IdleWaitCase& param, std::ostream* os) { *os << param.name; }
+
+class UcxIdleWaitTest : public ::testing::TestWithParam<IdleWaitCase> {};
+
 // An idle wait sleeps instead of spinning: over a second of waiting for a
 // message that never comes, the waiting thread uses a small fraction of a
 // core. Run with the peer already talked to (the worker's event fd works as
 // documented) and with a peer that never progressed its worker (UCX's TCP
 // then keeps the event fd readable, see Worker::ProgressUntil).
-class UcxIdleWaitTest : public ::testing::TestWithParam<bool> {};
-
 TEST_P(UcxIdleWaitTest, IdleWaitSleepsInsteadOfSpinning) {
-  const bool peer_talked_first = GetParam();
-  std::unique_ptr<UcxTransport> a = MustCreate(0, 2, {.wait_timeout = seconds(1)});
-  std::unique_ptr<UcxTransport> b = MustCreate(1, 2);
+  const IdleWaitCase& param = GetParam();
+  std::optional<ScopedEnv> tls(std::in_place, "UCX_TLS", param.tls);
+  std::unique_ptr<UcxTransport> a = MustCreate(
+      0, 2, {.wait_timeout = seconds(1), .peer_error_handling = param.peer_error_handling});
+  std::unique_ptr<UcxTransport> b =
+      MustCreate(1, 2, {.peer_error_handling = param.peer_error_handling});
+  tls.reset();
   ASSERT_TRUE(a != nullptr && b != nullptr);
   const std::vector<std::vector<std::byte>> addresses = {a->WorkerAddress(), b->WorkerAddress()};
   ASSERT_TRUE(a->Connect(addresses).ok());
   ASSERT_TRUE(b->Connect(addresses).ok());
-  if (peer_talked_first) {
+  if (param.peer_talked_first) {
     Bytes ping(4), pong(4);
     std::thread peer([&] {
       Bytes echo(4);
@@ -132,10 +145,13 @@ TEST_P(UcxIdleWaitTest, IdleWaitSleepsInsteadOfSpinning) {
   a.reset();
 }
 
-INSTANTIATE_TEST_SUITE_P(Peer, UcxIdleWaitTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "TalkedFirst" : "NeverProgressed";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, UcxIdleWaitTest,
+    ::testing::Values(IdleWaitCase{"tcp_talked_first", "tcp", true, true},
+                      IdleWaitCase{"tcp_never_progressed", "tcp", true, false},
+                      IdleWaitCase{"shm_talked_first", "sm", false, true},
+                      IdleWaitCase{"shm_never_progressed", "sm", false, false}),
+    [](const ::testing::TestParamInfo<IdleWaitCase>& info) { return info.param.name; });
 
 // A child process running ucx_transport_peer, killed and reaped by PID when
 // this object goes away, whether or not the test passed.
@@ -248,8 +264,8 @@ TEST_P(UcxDeadPeerTest, WaitOnDeadPeerProcessFailsNamingIt) {
 
   // Large enough for rendezvous: it cannot complete without the peer.
   Bytes pending(param.send ? (4 << 20) : 16);
-  ASSERT_TRUE((param.send ? transport->PostSend(1, 3, pending)
-                          : transport->PostRecv(1, 3, pending)).ok());
+  ASSERT_TRUE(
+      (param.send ? transport->PostSend(1, 3, pending) : transport->PostRecv(1, 3, pending)).ok());
   if (param.kill) child->Kill();
   status = transport->WaitAll();
   if (param.peer_error_handling) {
