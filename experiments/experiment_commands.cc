@@ -16,6 +16,7 @@
 #include "experiments/experiment_client.h"
 #include "experiments/local_cluster.h"
 #include "experiments/results_output.h"
+#include "proto/spec.h"
 #include "server/signal_waiter.h"
 
 namespace testbed {
@@ -111,6 +112,9 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     std::cerr << "error: " << spec.status().message() << "\n";
     return 2;
   }
+  // Loopback means loopback: without this UCX may pick any local interface
+  // (a container bridge, say), which makes runs hard to compare.
+  setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
   // One job per run: the daemons inherit these, and nothing else can join.
   const Credentials credentials{absl::StrCat("local-", getpid()), RandomHex(16)};
   setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
@@ -137,14 +141,16 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
   });
 
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
-      LocalCluster::Start({spec->workers(), "", log_dir});
+      LocalCluster::Start({static_cast<int>(spec->workers()),
+                           UsesParameterServer(*spec) ? static_cast<int>(spec->servers()) : 1, "",
+                           log_dir});
   if (!cluster.ok()) {
     std::cerr << "error: " << cluster.status().message() << "\n";
     return 1;
   }
   LocalCluster& c = **cluster;
-  std::cerr << "testbed local: testbed-server pid " << c.server_pid() << " on " << c.coordinator()
-            << "; testbed-worker pids " << absl::StrJoin(c.worker_pids(), " ") << "; logs in "
+  std::cerr << "testbed local: testbed-server pids " << absl::StrJoin(c.server_pids(), " ")
+            << " (coordinator on " << c.coordinator() << "); testbed-worker pids " << absl::StrJoin(c.worker_pids(), " ") << "; logs in "
             << log_dir << std::endl;
 
   // A daemon that dies on its own: give the coordinator time to name the lost

@@ -43,9 +43,19 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("-n,--workers", f.workers, "Number of workers N")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  cmd.add_option("-a,--algorithms", f.algorithms, "Comma-separated: naive,ring,tree,butterfly")
+  cmd.add_option("-a,--algorithms", f.algorithms,
+                 "Comma-separated: naive,ring,tree,butterfly (all-reduce over UCX) and ps "
+                 "(the parameter server over gRPC)")
       ->delimiter(',')
-      ->check(CollectiveValidator(/*all_reduce_only=*/true))
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            if (name == kParameterServer) return "";
+            return CollectiveValidator(/*all_reduce_only=*/true)(name);
+          },
+          "ALGORITHM"))
+      ->capture_default_str();
+  cmd.add_option("--servers", f.servers, "Parameter-server shards S, for ps")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd.add_option("-s,--sizes", f.sizes,
                  "Bytes per worker: MIN:MAX (x4 steps, MAX included), MIN:MAX:xF, or a list "
@@ -158,6 +168,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
     spec.clear_sizes();
     for (std::int64_t s : *sizes) spec.add_sizes(s);
   }
+  if (given("--servers")) spec.set_servers(f.servers);
   if (given("--iters")) spec.set_iterations(f.iterations);
   if (given("--warmup")) spec.set_warmup(f.warmup);
   if (given("--dtype")) spec.set_dtype(f.dtype);

@@ -19,7 +19,8 @@ struct ExperimentFlags {
   std::string spec_file;  // a textproto; the flags below then only override what is given
   std::string name;
   int workers = 4;
-  std::vector<std::string> algorithms = {"naive", "ring", "tree", "butterfly"};
+  int servers = 1;
+  std::vector<std::string> algorithms = {"naive", "ring", "tree", "butterfly", "ps"};
   std::string sizes = "4KiB:16MiB";
   int iterations = 10;
   int warmup = 2;

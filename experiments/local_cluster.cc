@@ -126,6 +126,17 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   cluster->coordinator_ = absl::StrCat("127.0.0.1:", port);
+  cluster->servers_ = options.servers;
+  for (int s = 1; s < options.servers; ++s) {
+    if (absl::Status st = cluster->Spawn(
+            absl::StrCat("testbed-server ", s),
+            {server, "--listen", "127.0.0.1:0", "--join", cluster->coordinator_, "--join-timeout",
+             "30"},
+            (fs::path(options.log_dir) / absl::StrCat("server-", s, ".log")).string());
+        !st.ok()) {
+      return st;
+    }
+  }
   for (int i = 0; i < options.workers; ++i) {
     if (absl::Status st = cluster->Spawn(
             absl::StrCat("testbed-worker ", i),
@@ -141,7 +152,16 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 std::vector<pid_t> LocalCluster::worker_pids() const {
   std::lock_guard lock(mu_);
   std::vector<pid_t> pids;
-  for (std::size_t i = 1; i < children_.size(); ++i) pids.push_back(children_[i].pid);
+  for (std::size_t i = servers_; i < children_.size(); ++i) pids.push_back(children_[i].pid);
+  return pids;
+}
+
+std::vector<pid_t> LocalCluster::server_pids() const {
+  std::lock_guard lock(mu_);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < servers_ && i < static_cast<int>(children_.size()); ++i) {
+    pids.push_back(children_[i].pid);
+  }
   return pids;
 }
 

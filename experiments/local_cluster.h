@@ -24,6 +24,7 @@ namespace testbed {
 
 struct LocalClusterOptions {
   int workers = 4;
+  int servers = 1;      // the first is the coordinator; the others join it as shards
   std::string bin_dir;  // where testbed-server and testbed-worker are
   std::string log_dir;  // one log file per daemon
   // Environment for the daemons (job id, token, UCX_TLS...) is inherited.
@@ -37,6 +38,7 @@ class LocalCluster {
   const std::string& coordinator() const { return coordinator_; }  // 127.0.0.1:PORT
   pid_t server_pid() const { return children_[0].pid; }
   std::vector<pid_t> worker_pids() const;
+  std::vector<pid_t> server_pids() const;  // the coordinator first
 
   // Daemons that ended on their own so far, described ("testbed-worker 2
   // (pid 123) was killed by signal 9").
@@ -60,7 +62,8 @@ class LocalCluster {
                      const std::string& log);
   void Reap(bool block);  // collects exits; guarded by mu_ inside
 
-  std::vector<Child> children_;  // [0] is the server
+  std::vector<Child> children_;  // servers first ([0] the coordinator), then workers
+  int servers_ = 1;
   std::string coordinator_;
   mutable std::mutex mu_;
   std::atomic<bool> stopping_{false};

@@ -16,7 +16,8 @@ namespace testbed {
 std::vector<std::string> ResultColumns() {
   return {"algorithm",   "workers",    "bytes",      "iterations",          "time_us_avg",
           "time_us_min", "time_us_max", "algbw_gbps", "busbw_gbps",          "payload_bytes_total",
-          "theory_bytes_total", "max_rank_bytes", "rounds", "wrong", "dtype", "transport"};
+          "theory_bytes_total", "max_rank_bytes", "rounds", "wrong", "dtype", "transport",
+          "servers", "shard_payload_bytes", "shard_theory_bytes"};
 }
 
 std::vector<Cell> ResultCells(const proto::ResultRow& r) {
@@ -35,7 +36,10 @@ std::vector<Cell> ResultCells(const proto::ResultRow& r) {
           std::int64_t{r.rounds()},
           r.wrong(),
           r.dtype(),
-          r.transport()};
+          r.transport(),
+          std::int64_t{r.servers()},
+          std::vector<std::int64_t>(r.shard_payload_bytes().begin(), r.shard_payload_bytes().end()),
+          std::vector<std::int64_t>(r.shard_theory_bytes().begin(), r.shard_theory_bytes().end())};
 }
 
 absl::Status ResultsFile::Open(const std::string& path, const proto::ExperimentSpec& spec,

@@ -13,6 +13,11 @@ std::string FormatCell(const Cell& cell) {
     std::snprintf(buf, sizeof buf, "%.6g", *d);
     return buf;
   }
+  if (const auto* list = std::get_if<std::vector<std::int64_t>>(&cell)) {
+    std::string out;
+    for (std::int64_t v : *list) out += (out.empty() ? "" : ";") + std::to_string(v);
+    return out.empty() ? "-" : out;
+  }
   return std::get<std::string>(cell);
 }
 
@@ -63,6 +68,12 @@ std::string JsonObject(const std::vector<std::string>& columns, const std::vecto
     out += JsonString(columns[i]) + ": ";
     if (const auto* s = std::get_if<std::string>(&row[i])) {
       out += JsonString(*s);
+    } else if (const auto* list = std::get_if<std::vector<std::int64_t>>(&row[i])) {
+      out += "[";
+      for (std::size_t k = 0; k < list->size(); ++k) {
+        out += (k ? ", " : "") + std::to_string((*list)[k]);
+      }
+      out += "]";
     } else if (const auto* d = std::get_if<double>(&row[i])) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.17g", *d);  // round-trips
@@ -99,7 +110,8 @@ void Table::Print(OutputFormat format, std::ostream& out) const {
         for (std::size_t i = 0; i < cells.size(); ++i) {
           const std::size_t pad = width[i] - cells[i].size();
           const bool right = numeric_right && i < rows_.front().size() &&
-                             !std::holds_alternative<std::string>(rows_.front()[i]);
+                             (std::holds_alternative<std::int64_t>(rows_.front()[i]) ||
+                              std::holds_alternative<double>(rows_.front()[i]));
           out << (i ? "  " : "") << (right ? std::string(pad, ' ') : "") << cells[i]
               << (right || i + 1 == cells.size() ? "" : std::string(pad, ' '));
         }

@@ -18,7 +18,8 @@ namespace testbed {
 enum class OutputFormat { kTable, kCsv, kJson };
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
 
-using Cell = std::variant<std::int64_t, double, std::string>;
+// A list prints as "a;b" in tables and CSV, as [a, b] in JSON.
+using Cell = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>>;
 
 class Table {
  public:

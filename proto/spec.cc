@@ -8,11 +8,19 @@
 
 namespace testbed {
 
+bool UsesParameterServer(const proto::ExperimentSpec& spec) {
+  for (const std::string& name : spec.algorithms()) {
+    if (name == kParameterServer) return true;
+  }
+  return false;
+}
+
 void ApplyDefaults(proto::ExperimentSpec& spec) {
   if (spec.iterations() == 0) spec.set_iterations(10);
   if (spec.dtype().empty()) spec.set_dtype("float32");
   if (spec.op().empty()) spec.set_op("sum");
   if (spec.timeout_s() == 0) spec.set_timeout_s(60);
+  if (spec.servers() == 0) spec.set_servers(1);
 }
 
 absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
@@ -24,12 +32,17 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
   }
   if (spec.algorithms().empty()) return bad("no algorithms");
   for (const std::string& name : spec.algorithms()) {
+    if (name == kParameterServer) {
+      if (spec.op() != "sum") return bad("ps aggregates sums only, not ", spec.op());
+      continue;
+    }
     const Collective* c = FindCollective(name);
     if (c == nullptr || !c->is_all_reduce()) {
       return bad("unknown algorithm '", name, "' (choose from ",
-                 CollectiveNames(/*all_reduce_only=*/true), ")");
+                 CollectiveNames(/*all_reduce_only=*/true), ", ps)");
     }
   }
+  if (spec.servers() < 1 || spec.servers() > 64) return bad("servers must be 1..64");
   const auto type = ParseDataType(spec.dtype());
   if (!type) return bad("unknown dtype '", spec.dtype(), "' (float32, float64, int32)");
   if (!ParseReduceOp(spec.op())) return bad("unknown op '", spec.op(), "' (sum, min, max)");

@@ -7,6 +7,12 @@
 
 namespace testbed {
 
+// The parameter server, in a spec's algorithm list beside the all-reduces.
+inline constexpr char kParameterServer[] = "ps";
+
+// Whether the spec runs the parameter server.
+bool UsesParameterServer(const proto::ExperimentSpec& spec);
+
 // Fills the documented defaults (iterations 10, dtype float32, op sum, ...).
 void ApplyDefaults(proto::ExperimentSpec& spec);
 

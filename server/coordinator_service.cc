@@ -42,6 +42,7 @@ struct CoordinatorService::Experiment {
   proto::ExperimentSpec spec;
   std::vector<std::shared_ptr<WorkerSession>> ranks;
   std::vector<std::string> addresses;  // by rank; empty until reported
+  std::vector<std::string> shard_map;  // parameter-server shards, when ps runs
   int addressed = 0, ready = 0, finished = 0;
   std::map<std::pair<std::string, std::int64_t>, std::vector<proto::RankResult>> results;
   std::string failure;  // empty while healthy
@@ -67,6 +68,11 @@ void CoordinatorService::Shutdown() {
   changed_.notify_all();
 }
 
+void CoordinatorService::SetOwnShardAddress(const std::string& address) {
+  std::lock_guard lock(mu_);
+  own_shard_address_ = address;
+}
+
 void CoordinatorService::FailLocked(Experiment& experiment, const std::string& reason) {
   if (experiment.failure.empty()) {
     experiment.failure = reason;
@@ -82,6 +88,23 @@ grpc::Status CoordinatorService::Health(grpc::ServerContext* context, const prot
   reply->set_workers_attached(workers_.size());
   reply->set_experiment_running(running_ != nullptr);
   reply->set_version(TESTBED_VERSION);
+  reply->set_shards(shards_.size() + 1);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::RegisterShard(grpc::ServerContext* context,
+                                               const proto::ShardHello* request,
+                                               proto::ShardWelcome* reply) {
+  if (grpc::Status st = CheckCredentials(options_.credentials, *context); !st.ok()) return st;
+  std::lock_guard lock(mu_);
+  auto it = std::find(shards_.begin(), shards_.end(), request->address());
+  if (it == shards_.end()) {
+    shards_.push_back(request->address());
+    it = shards_.end() - 1;
+    spdlog::info("parameter-server shard {} joined at {}", shards_.size(), request->address());
+  }
+  reply->set_shard_id(static_cast<std::uint32_t>(it - shards_.begin()) + 1);
+  changed_.notify_all();
   return grpc::Status::OK;
 }
 
@@ -238,23 +261,37 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
   const auto wait_s = request->wait_for_workers_s() ? request->wait_for_workers_s() : 30;
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(wait_s);
   Clock::time_point next_note = Clock::now() + std::chrono::seconds(2);
-  while (workers_.size() < spec.workers()) {
+  const bool ps = UsesParameterServer(spec);
+  if (ps && own_shard_address_.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "this coordinator has no parameter-server address (--advertise)");
+  }
+  const auto shards_known = [&] { return !ps || shards_.size() + 1 >= spec.servers(); };
+  while (workers_.size() < spec.workers() || !shards_known()) {
     if (shutting_down_ || context->IsCancelled()) {
       return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while waiting for workers");
     }
+    const std::string waiting =
+        absl::StrCat(workers_.size(), " of ", spec.workers(), " workers attached",
+                     ps ? absl::StrCat(", ", shards_.size() + 1, " of ", spec.servers(),
+                                       " parameter-server shards")
+                        : "");
     if (Clock::now() >= deadline) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat("only ", workers_.size(), " of ", spec.workers(),
-                                       " workers attached after ", wait_s, " s"));
+                          absl::StrCat("only ", waiting, " after ", wait_s, " s"));
     }
     if (Clock::now() >= next_note) {
       lock.unlock();
-      progress(absl::StrCat("waiting for workers: ", workers_.size(), " of ", spec.workers(),
-                            " attached"));
+      progress("waiting: " + waiting);
       lock.lock();
       next_note = Clock::now() + std::chrono::seconds(5);
     }
     changed_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+  std::vector<std::string> shard_map;
+  if (ps) {
+    shard_map.push_back(own_shard_address_);
+    shard_map.insert(shard_map.end(), shards_.begin(), shards_.begin() + (spec.servers() - 1));
   }
 
   auto experiment = std::make_shared<Experiment>();
@@ -272,6 +309,7 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
   spdlog::info("experiment {}: {} workers, {} algorithms x {} sizes", experiment->id,
                spec.workers(), spec.algorithms_size(), spec.sizes_size());
 
+  experiment->shard_map = shard_map;
   grpc::Status status = RunExperiment(lock, experiment, context, writer);
   if (!status.ok()) {
     proto::CoordinatorMessage abort;
@@ -310,6 +348,7 @@ grpc::Status CoordinatorService::RunExperiment(std::unique_lock<std::mutex>& loc
     prepare.mutable_prepare()->set_rank(r);
     prepare.mutable_prepare()->set_world_size(n);
     *prepare.mutable_prepare()->mutable_spec() = spec;
+    for (const std::string& shard : e.shard_map) prepare.mutable_prepare()->add_shard_addresses(shard);
     unlocked([&] { e.ranks[r]->Send(prepare); });
   }
   if (grpc::Status st = WaitLocked(lock, e, handshake_deadline(), "UCX addresses", client,

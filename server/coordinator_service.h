@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
@@ -46,10 +47,16 @@ class CoordinatorService final : public proto::Coordinator::Service {
                       grpc::ServerWriter<proto::SubmitEvent>* writer) override;
   grpc::Status Health(grpc::ServerContext* context, const proto::HealthRequest* request,
                       proto::HealthReply* reply) override;
+  grpc::Status RegisterShard(grpc::ServerContext* context, const proto::ShardHello* request,
+                             proto::ShardWelcome* reply) override;
 
   // Fails the running experiment and wakes every waiting handler; call before
   // shutting the gRPC server down.
   void Shutdown();
+
+  // Where workers reach this server's own parameter-server shard (shard 0);
+  // known only once the server listens.
+  void SetOwnShardAddress(const std::string& address);
 
  private:
   struct WorkerSession;
@@ -75,6 +82,8 @@ class CoordinatorService final : public proto::Coordinator::Service {
   std::condition_variable changed_;
   std::map<std::uint32_t, std::shared_ptr<WorkerSession>> workers_;  // attached, by id
   std::shared_ptr<Experiment> running_;                              // at most one
+  std::string own_shard_address_;
+  std::vector<std::string> shards_;  // other servers' shard addresses, in joining order
   std::uint32_t next_worker_id_ = 0;
   std::uint64_t next_experiment_id_ = 1;
   bool shutting_down_ = false;

@@ -4,7 +4,10 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "allreduce/chunking.h"
 #include "allreduce/collective.h"
+#include "allreduce/data_type.h"
+#include "proto/spec.h"
 
 namespace testbed {
 
@@ -15,8 +18,9 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
     return absl::InvalidArgumentError(absl::StrCat(by_rank.size(), " results for ", n, " ranks"));
   }
   const proto::RankResult& first = by_rank[0];
+  const bool ps = first.algorithm() == kParameterServer;
   const Collective* collective = FindCollective(first.algorithm());
-  if (collective == nullptr) {
+  if (collective == nullptr && !ps) {
     return absl::InvalidArgumentError(absl::StrCat("unknown algorithm ", first.algorithm()));
   }
   const int iterations = first.iteration_us_size();
@@ -59,16 +63,42 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
 
   std::uint64_t payload = 0, busiest = 0;
   std::int64_t wrong = 0;
+  std::vector<std::uint64_t> per_shard(ps ? spec.servers() : 0, 0);
   for (const proto::RankResult& result : by_rank) {
-    payload += result.payload_bytes_sent();
+    // All-reduce bytes travel rank to rank: count each once, as sent. Parameter
+    // server bytes go worker -> server and back: both directions are traffic.
+    payload += result.payload_bytes_sent() + (ps ? result.payload_bytes_received() : 0);
     busiest = std::max({busiest, result.payload_bytes_sent(), result.payload_bytes_received()});
     wrong = (wrong < 0 || result.wrong() < 0) ? -1 : wrong + result.wrong();
+    if (ps && static_cast<std::size_t>(result.shard_payload_bytes_size()) != per_shard.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", result.rank(), " reported ",
+                                                     result.shard_payload_bytes_size(),
+                                                     " shards of ", per_shard.size()));
+    }
+    for (std::size_t s = 0; s < per_shard.size(); ++s) per_shard[s] += result.shard_payload_bytes(s);
   }
   row.set_payload_bytes_total(payload);
-  row.set_max_rank_bytes(busiest);
-  row.set_theory_bytes_total(collective->formula_bytes(n, first.bytes()));
-  row.set_rounds(collective->formula_rounds(n));
   row.set_wrong(wrong);
+  if (ps) {
+    // 2 N M in total; through each shard 2 N times its slice.
+    const std::int64_t m = first.bytes();
+    row.set_theory_bytes_total(2 * static_cast<std::uint64_t>(n) * m);
+    row.set_rounds(2);
+    row.set_servers(spec.servers());
+    for (std::uint64_t bytes : per_shard) row.add_shard_payload_bytes(bytes);
+    const auto element = static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
+    for (std::uint32_t s = 0; s < spec.servers(); ++s) {
+      const Chunk slice = ChunkOf(m / element, static_cast<int>(spec.servers()), static_cast<int>(s));
+      row.add_shard_theory_bytes(2 * static_cast<std::uint64_t>(n) * slice.count * element);
+    }
+    // The busiest link is the busiest shard's: it carries N slices in and N out.
+    busiest = 0;
+    for (std::uint64_t bytes : per_shard) busiest = std::max(busiest, bytes / 2);
+  } else {
+    row.set_theory_bytes_total(collective->formula_bytes(n, first.bytes()));
+    row.set_rounds(collective->formula_rounds(n));
+  }
+  row.set_max_rank_bytes(busiest);
   return row;
 }
 

@@ -1,28 +1,90 @@
-// testbed-server: the coordinator daemon. Long-lived; experiments are
-// submitted to it (`testbed run`, `testbed local`), never baked into its flags.
+// testbed-server: the coordinator and a parameter-server shard in one daemon.
+// Long-lived; experiments are submitted to it (`testbed run`, `testbed
+// local`), never baked into its flags. Started with --join, it is a shard
+// only: it offers its parameter-server shard to the coordinator there.
 #include <unistd.h>
 
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
+#include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
 #include "server/coordinator_service.h"
+#include "server/parameter_server_service.h"
+#include "server/parameter_store.h"
 #include "server/signal_waiter.h"
+
+namespace {
+
+// Where others reach a server listening on `listen` at `port`.
+std::string DefaultAdvertise(const std::string& listen, int port) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    host = name;
+  }
+  return host + ":" + std::to_string(port);
+}
+
+// Offers this server's shard to the coordinator, retrying while it starts up.
+bool JoinCoordinator(const std::string& coordinator, const std::string& advertise,
+                     const testbed::Credentials& credentials, int timeout_s) {
+  auto stub = testbed::proto::Coordinator::NewStub(
+      grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (true) {
+    grpc::ClientContext context;
+    testbed::AttachCredentials(credentials, context);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    context.set_wait_for_ready(true);
+    testbed::proto::ShardHello hello;
+    hello.set_address(advertise);
+    testbed::proto::ShardWelcome welcome;
+    const grpc::Status st = stub->RegisterShard(&context, hello, &welcome);
+    if (st.ok()) {
+      spdlog::info("joined {} as parameter-server shard {}", coordinator, welcome.shard_id());
+      return true;
+    }
+    if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        std::chrono::steady_clock::now() > give_up) {
+      spdlog::critical("cannot join the coordinator at {}: {}", coordinator, st.error_message());
+      return false;
+    }
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app(
-      "testbed-server: the coordinator. Workers attach to it; `testbed run` submits experiments "
-      "to it. The job id and token come from TESTBED_JOB_ID and TESTBED_TOKEN.",
+      "testbed-server: the coordinator and a parameter-server shard. Workers attach to it; "
+      "`testbed run` submits experiments to it. With --join it is one more parameter-server "
+      "shard for the coordinator there. The job id and token come from TESTBED_JOB_ID and "
+      "TESTBED_TOKEN.",
       "testbed-server");
   std::string listen = "0.0.0.0:50051";
+  std::string advertise;
+  std::string join;
   std::string port_file;
   int heartbeat_timeout_s = 10;
+  int join_timeout_s = 120;
   app.add_option("-l,--listen", listen, "Address to listen on; port 0 picks a free port")
+      ->capture_default_str();
+  app.add_option("--advertise", advertise,
+                 "HOST:PORT where workers reach this server's parameter-server shard "
+                 "(default: the listen host, or this host's name, and the port)");
+  app.add_option("--join", join,
+                 "Be a parameter-server shard only, for the coordinator at HOST:PORT");
+  app.add_option("--join-timeout", join_timeout_s, "Seconds to keep trying to reach it")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--port-file", port_file, "Write the port listened on to this file, once ready");
   app.add_option("--heartbeat-timeout", heartbeat_timeout_s,
@@ -32,31 +94,36 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
 
-  std::unique_ptr<grpc::Server> server;
   auto credentials = testbed::CredentialsFromEnvironment();
   if (!credentials.ok()) {
     spdlog::critical("{}", credentials.status().ToString());
     return 2;
   }
+  testbed::ParameterStore store;
+  testbed::ParameterServerService parameter_server(store, *credentials);
   testbed::CoordinatorOptions options;
   options.credentials = *credentials;
   options.heartbeat_timeout = std::chrono::seconds(heartbeat_timeout_s);
-  testbed::CoordinatorService service(options);
+  testbed::CoordinatorService coordinator(options);  // its shard address is set once known
 
   std::mutex stop_mu;
   bool stopping = false;
+  std::unique_ptr<grpc::Server> server;
   testbed::SignalWaiter waiter([&](int signal) {
     spdlog::info("signal {}: shutting down", signal);
     std::lock_guard lock(stop_mu);
     stopping = true;
-    service.Shutdown();
-    if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    coordinator.Shutdown();
+    store.Shutdown();
+    // Workers hold their streams open for good: cancel them at once.
+    if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   });
 
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
+  builder.RegisterService(&parameter_server);
+  if (join.empty()) builder.RegisterService(&coordinator);
   {
     std::lock_guard lock(stop_mu);
     if (stopping) return 0;
@@ -66,8 +133,14 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot listen on {}", listen);
     return 1;
   }
-  spdlog::info("testbed-server {} listening on port {} for job {}", TESTBED_VERSION, port,
-               credentials->job_id);
+  if (advertise.empty()) advertise = DefaultAdvertise(listen, port);
+  coordinator.SetOwnShardAddress(advertise);
+  spdlog::info("testbed-server {} listening on port {} for job {}; parameter-server shard at {}",
+               TESTBED_VERSION, port, credentials->job_id, advertise);
+  if (!join.empty() && !JoinCoordinator(join, advertise, *credentials, join_timeout_s)) {
+    server->Shutdown();
+    return 1;
+  }
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";

@@ -96,7 +96,10 @@ TEST(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
       auto transport = fabric.Connect(r);
-      status[r] = RunSweep(spec, *transport, "inprocess", [&](const proto::RankResult& result) {
+      SweepEnvironment env;
+      env.transport = transport.get();
+      env.transport_label = "inprocess";
+      status[r] = RunSweep(spec, env, [&](const proto::RankResult& result) {
         results[r].push_back(result);
         return absl::OkStatus();
       });

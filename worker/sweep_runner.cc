@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,11 +11,13 @@
 #include "allreduce/collectives.h"
 #include "allreduce/executor.h"
 #include "allreduce/expected_values.h"
+#include "proto/spec.h"
 
 namespace testbed {
 
-absl::Status RunSweep(const proto::ExperimentSpec& spec, Transport& transport,
-                      const std::string& transport_label, const EmitRankResult& emit) {
+absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment& env,
+                      const EmitRankResult& emit) {
+  Transport& transport = *env.transport;
   const int rank = transport.rank();
   const int n = transport.world_size();
   const DataType type = *ParseDataType(spec.dtype());
@@ -35,27 +38,54 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, Transport& transport,
   };
 
   for (const std::string& name : spec.algorithms()) {
-    const Collective& collective = *FindCollective(name);
+    const bool ps = name == kParameterServer;
+    if (ps && env.parameter_server == nullptr) {
+      return absl::FailedPreconditionError("ps requested but no parameter server shards known");
+    }
+    const Collective* collective = ps ? nullptr : FindCollective(name);
+    const Semantics semantics = ps ? Semantics::kAllReduce : collective->semantics;
     for (const std::int64_t bytes : spec.sizes()) {
       const std::int64_t count = bytes / element;
-      const Schedule schedule = collective.build(rank, n, count, /*root=*/0);
-      executor.Prepare(schedule, type);
-      FillInput(collective.semantics, n, rank, count, type, 0, pristine.data());
       const std::span<std::byte> data(buffer.data(), bytes);
+      FillInput(semantics, n, rank, count, type, 0, pristine.data());
+
+      // One iteration of this (algorithm, size), and the traffic it moved.
+      std::function<absl::Status()> run_once;
+      std::function<void()> reset_traffic;
+      Schedule schedule;
+      std::string tensor;
+      std::uint64_t step = 0;
+      if (ps) {
+        proto::TensorSpec declared;
+        tensor = absl::StrCat(env.tensor_prefix, "/", bytes);
+        declared.set_name(tensor);
+        declared.set_count(count);
+        declared.set_dtype(spec.dtype());
+        declared.set_workers(n);
+        declared.mutable_optimizer()->set_kind(proto::Optimizer::NONE);  // the sum: exact
+        if (absl::Status st = env.parameter_server->Declare(declared); !st.ok()) return st;
+        run_once = [&] { return env.parameter_server->PushPull(tensor, rank, ++step, data); };
+        reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
+      } else {
+        schedule = collective->build(rank, n, count, /*root=*/0);
+        executor.Prepare(schedule, type);
+        run_once = [&] { return executor.Run(schedule, data, type, op); };
+        reset_traffic = [&] { transport.ResetTraffic(); };
+      }
 
       proto::RankResult result;
       result.set_rank(rank);
       result.set_algorithm(name);
       result.set_bytes(bytes);
-      result.set_transport(transport_label);
+      result.set_transport(ps ? "grpc" : env.transport_label);
       const std::uint32_t total = spec.warmup() + spec.iterations();
       for (std::uint32_t i = 0; i < total; ++i) {
         // In-place collectives overwrite their input: restore it, untimed.
         if (bytes > 0) std::memcpy(data.data(), pristine.data(), bytes);
         if (absl::Status st = sync(); !st.ok()) return st;
-        transport.ResetTraffic();
+        reset_traffic();
         const auto start = std::chrono::steady_clock::now();
-        if (absl::Status st = executor.Run(schedule, data, type, op); !st.ok()) {
+        if (absl::Status st = run_once(); !st.ok()) {
           return absl::Status(st.code(), absl::StrCat(name, " at ", bytes, " bytes: ",
                                                       std::string(st.message())));
         }
@@ -65,17 +95,23 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, Transport& transport,
         }
       }
       std::uint64_t sent = 0, received = 0;
-      for (const PeerTraffic& t : transport.Traffic()) {
-        sent += t.bytes_sent;
-        received += t.bytes_received;
+      if (ps) {
+        for (const ShardTraffic& t : env.parameter_server->traffic()) {
+          sent += t.bytes_pushed;
+          received += t.bytes_pulled;
+          result.add_shard_payload_bytes(t.bytes_pushed + t.bytes_pulled);
+        }
+      } else {
+        for (const PeerTraffic& t : transport.Traffic()) {
+          sent += t.bytes_sent;
+          received += t.bytes_received;
+        }
       }
       result.set_payload_bytes_sent(sent);
       result.set_payload_bytes_received(received);
       result.set_wrong(spec.skip_check()
                            ? -1
-                           : CheckRank(collective.semantics, n, rank, data.data(), count, type,
-                                       op, 0)
-                                 .count);
+                           : CheckRank(semantics, n, rank, data.data(), count, type, op, 0).count);
       if (absl::Status st = emit(result); !st.ok()) return st;
     }
   }

@@ -1,8 +1,10 @@
 // One rank's part of an experiment, over any Transport: for every algorithm
 // and size of the spec, warm-up iterations, then timed ones, each started by
 // a barrier so that ranks start together; then a check of the result against
-// the known inputs. No gRPC here: the worker daemon feeds it a UCX transport,
-// the tests an in-process one.
+// the known inputs. The all-reduces run their schedules over the transport;
+// "ps" pushes and pulls through the parameter server's shards instead (the
+// transport then only carries the barriers). The worker daemon feeds it a UCX
+// transport, the tests an in-process one.
 //
 // Buffers are allocated and touched once for the largest size and reused:
 // first-touch page faults on this kind of machine cost more than a large
@@ -15,14 +17,22 @@
 #include "absl/status/status.h"
 #include "allreduce/transport/transport.h"
 #include "proto/experiment.pb.h"
+#include "worker/ps_client.h"
 
 namespace testbed {
 
 using EmitRankResult = std::function<absl::Status(const proto::RankResult&)>;
 
-// `spec` must be valid (ValidateSpec). `transport_label` goes into each result.
-// Stops at the first failure, which names the peer where the transport knows it.
-absl::Status RunSweep(const proto::ExperimentSpec& spec, Transport& transport,
-                      const std::string& transport_label, const EmitRankResult& emit);
+struct SweepEnvironment {
+  Transport* transport = nullptr;  // the ranks' data path, and every barrier
+  std::string transport_label;     // recorded with each all-reduce result
+  PsClient* parameter_server = nullptr;  // needed when the spec runs "ps"
+  std::string tensor_prefix = "ps";      // unique per experiment: tensors are not reused
+};
+
+// `spec` must be valid (ValidateSpec). Stops at the first failure, which
+// names the peer or shard where it is known.
+absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment& env,
+                      const EmitRankResult& emit);
 
 }  // namespace testbed

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/transport/ucx_transport.h"
 #include "proto/control.grpc.pb.h"
+#include "worker/ps_client.h"
 #include "worker/sweep_runner.h"
 
 namespace testbed {
@@ -147,6 +148,7 @@ int WorkerDaemon::Run() {
   proto::ExperimentSpec spec;
   std::uint64_t experiment_id = 0;
   std::unique_ptr<UcxTransport> transport;
+  std::unique_ptr<PsClient> parameter_server;
   std::string transport_label;
   std::thread sweep;
   std::atomic<bool> sweeping{false};
@@ -161,9 +163,16 @@ int WorkerDaemon::Run() {
       case proto::CoordinatorMessage::kPrepare: {
         if (sweep.joinable()) sweep.join();  // the previous experiment ended
         transport.reset();
+        parameter_server.reset();
         const proto::Prepare& prepare = message.prepare();
         experiment_id = prepare.experiment_id();
         spec = prepare.spec();
+        if (prepare.shard_addresses_size() > 0) {
+          parameter_server = std::make_unique<PsClient>(
+              std::vector<std::string>(prepare.shard_addresses().begin(),
+                                       prepare.shard_addresses().end()),
+              options_.credentials, std::chrono::seconds(spec.timeout_s() ? spec.timeout_s() : 60));
+        }
         UcxOptions ucx;
         ucx.wait_timeout = std::chrono::seconds(spec.timeout_s() ? spec.timeout_s() : 60);
         ucx.peer_error_handling =
@@ -206,8 +215,13 @@ int WorkerDaemon::Run() {
         if (!transport) break;
         sweeping = true;
         sweep = std::thread([&, id = experiment_id] {
+          SweepEnvironment env;
+          env.transport = transport.get();
+          env.transport_label = transport_label;
+          env.parameter_server = parameter_server.get();
+          env.tensor_prefix = absl::StrCat("experiment-", id);
           const absl::Status st =
-              RunSweep(spec, *transport, transport_label, [&](const proto::RankResult& result) {
+              RunSweep(spec, env, [&](const proto::RankResult& result) {
                 proto::WorkerMessage m;
                 *m.mutable_result() = result;
                 return s.Send(m) ? absl::OkStatus()

@@ -132,7 +132,7 @@ TEST(LocalFailure, CtrlCEndsEveryProcessItStarted) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));  // into the sweep
-  ASSERT_TRUE(std::regex_search(err, pids, std::regex("server pid ([0-9]+) .*testbed-worker pids ([0-9]+) ([0-9]+) ([0-9]+)")))
+  ASSERT_TRUE(std::regex_search(err, pids, std::regex("server pids ([0-9]+) .*testbed-worker pids ([0-9]+) ([0-9]+) ([0-9]+)")))
       << err;
   ASSERT_EQ(kill(testbed.pid(), SIGINT), 0);
   const auto status = testbed.Wait(std::chrono::seconds(30));

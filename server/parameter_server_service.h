@@ -1,0 +1,48 @@
+// The gRPC face of one parameter-server shard: a thin layer that checks the
+// job's token, turns streams of chunks into ParameterStore calls, and turns
+// the store's answers back into gRPC statuses.
+//
+// Thread-safety: gRPC calls the handlers concurrently; the store is thread-safe.
+#pragma once
+
+#include <chrono>
+
+#include "proto/credentials.h"
+#include "proto/parameter_server.grpc.pb.h"
+#include "server/parameter_store.h"
+
+namespace testbed {
+
+class ParameterServerService final : public proto::ParameterServer::Service {
+ public:
+  // `store` must outlive the service. Pulls wait at most `pull_timeout` (or
+  // the call's own deadline, if sooner) for their step.
+  ParameterServerService(ParameterStore& store, Credentials credentials,
+                         std::chrono::milliseconds pull_timeout = std::chrono::seconds(120));
+
+  grpc::Status Declare(grpc::ServerContext* context, const proto::DeclareRequest* request,
+                       proto::DeclareReply* reply) override;
+  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<proto::PushChunk>* reader,
+                    proto::PushReply* reply) override;
+  grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
+                    grpc::ServerWriter<proto::ValueChunk>* writer) override;
+  grpc::Status PushPull(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<proto::ValueChunk, proto::PushChunk>* stream) override;
+  grpc::Status Stats(grpc::ServerContext* context, const proto::StatsRequest* request,
+                     proto::StatsReply* reply) override;
+
+  // Chunks of values are at most this large: well under gRPC's 4 MiB cap.
+  static constexpr std::size_t kChunkBytes = 1 << 20;
+
+ private:
+  template <typename Reader>
+  absl::Status ReceivePush(Reader& reader, std::string* tensor, std::uint64_t* step);
+  std::chrono::steady_clock::time_point PullDeadline(const grpc::ServerContext& context) const;
+
+  ParameterStore& store_;
+  const Credentials credentials_;
+  const std::chrono::milliseconds pull_timeout_;
+};
+
+}  // namespace testbed

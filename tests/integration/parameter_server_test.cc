@@ -1,0 +1,114 @@
+// The parameter server for real: S testbed-server daemons and N workers on
+// loopback through `testbed local`. Pulled values are the exact sum, payload
+// is 2 N M in total and 2 N times each shard's slice through each shard.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <tuple>
+
+#include "tests/integration/process_runner.h"
+
+namespace testbed {
+namespace {
+
+using testing::JsonField;
+using testing::Lines;
+using testing::TestbedProcess;
+
+std::string TempDir(const std::string& name) {
+  std::string path = std::filesystem::temp_directory_path() / ("testbed-ps-" + name + "-XXXXXX");
+  return mkdtemp(path.data());
+}
+
+// "[a, b]" of a JSON list field.
+std::string JsonList(const std::string& line, const std::string& key) {
+  const std::size_t at = line.find("\"" + key + "\": [");
+  if (at == std::string::npos) return "";
+  const std::size_t open = line.find('[', at);
+  return line.substr(open, line.find(']', open) - open + 1);
+}
+
+class ParameterServerSweep : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(ParameterServerSweep, PullsTheExactSumThroughEveryShard) {
+  const auto [n, s] = GetParam();
+  const std::string dir = TempDir("sweep");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", std::to_string(n), "--servers", std::to_string(s),
+                          "--algorithms", "ps", "--sizes", "4,4004,262148", "--iters", "2",
+                          "--warmup", "1", "--format", "json"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(3));
+  ASSERT_TRUE(status.has_value()) << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 3u) << testbed.Stdout();
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    const long long bytes = std::stoll(JsonField(row, "bytes"));
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    EXPECT_EQ(JsonField(row, "theory_bytes_total"), std::to_string(2LL * n * bytes));
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    EXPECT_EQ(JsonField(row, "servers"), std::to_string(s));
+    EXPECT_EQ(JsonList(row, "shard_payload_bytes"), JsonList(row, "shard_theory_bytes"));
+    EXPECT_NE(JsonList(row, "shard_payload_bytes"), "");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersAndShards, ParameterServerSweep,
+                         ::testing::Combine(::testing::Values(1, 2, 4), ::testing::Values(1, 2, 3)),
+                         [](const auto& info) {
+                           return "N" + std::to_string(std::get<0>(info.param)) + "_S" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(ParameterServerLarge, A256MiBTensorTravelsInChunks) {
+  const std::string dir = TempDir("large");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "2", "--servers", "2", "--algorithms", "ps",
+                          "--sizes", "256MiB", "--iters", "1", "--warmup", "0", "--format",
+                          "json", "--timeout", "120"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(4));
+  ASSERT_TRUE(status.has_value()) << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(JsonField(rows[0], "wrong"), "0");
+  EXPECT_EQ(JsonField(rows[0], "payload_bytes_total"), std::to_string(2LL * 2 * (256LL << 20)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ParameterServerFailure, KilledShardFailsTheWorkersWithAClearError) {
+  const std::string dir = TempDir("kill");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "2", "--servers", "2", "--algorithms", "ps",
+                          "--sizes", "4MiB", "--iters", "100000", "--warmup", "0", "--log-dir",
+                          dir + "/logs"},
+                         dir);
+  std::smatch pids;
+  std::string err;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         !std::regex_search(err, pids, std::regex("testbed-server pids ([0-9]+) ([0-9]+) "))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    err = testbed.Stderr();
+  }
+  ASSERT_FALSE(pids.empty()) << err;
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
+  const pid_t shard = std::stoi(pids[2].str());
+  ASSERT_EQ(kill(shard, SIGKILL), 0);
+  const auto killed_at = std::chrono::steady_clock::now();
+  const auto status = testbed.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a shard died";
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(30));
+  EXPECT_NE(*status, 0);
+  EXPECT_NE(testbed.Stderr().find("parameter server shard 1"), std::string::npos)
+      << testbed.Stderr();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace testbed

@@ -1,0 +1,222 @@
+// The parameter server's core without gRPC: aggregation, each optimizer
+// against a hand-computed reference over several steps, shard boundaries, and
+// refused pushes that change nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "allreduce/chunking.h"
+#include "server/parameter_store.h"
+
+namespace testbed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::span<const std::byte> Bytes(const std::vector<float>& v) {
+  return std::as_bytes(std::span(v));
+}
+
+proto::TensorSpec Spec(const std::string& name, std::int64_t count, std::uint32_t workers,
+                       proto::Optimizer::Kind kind = proto::Optimizer::NONE) {
+  proto::TensorSpec spec;
+  spec.set_name(name);
+  spec.set_count(count);
+  spec.set_dtype("float32");
+  spec.set_workers(workers);
+  spec.mutable_optimizer()->set_kind(kind);
+  return spec;
+}
+
+// Pushes `values` (the shard's slice) for `worker` in chunks of `chunk` elements.
+absl::Status Push(ParameterStore& store, const std::string& name, std::uint32_t worker,
+                  std::uint64_t step, std::int64_t offset, const std::vector<float>& values,
+                  std::size_t chunk = 3) {
+  auto session = store.BeginPush(name, worker, step);
+  if (!session.ok()) return session.status();
+  for (std::size_t at = 0; at < values.size(); at += chunk) {
+    const std::size_t n = std::min(chunk, values.size() - at);
+    if (absl::Status st = (*session)->AddChunk(offset + at, Bytes(values).subspan(at * 4, n * 4));
+        !st.ok()) {
+      return st;
+    }
+  }
+  return (*session)->Commit();
+}
+
+std::vector<float> Pull(ParameterStore& store, const std::string& name, std::uint64_t step,
+                        absl::Status* status = nullptr) {
+  std::vector<float> out;
+  const absl::Status st = store.Pull(name, step, Clock::now() + std::chrono::seconds(5), 8,
+                                     [&](std::int64_t, std::span<const std::byte> data) {
+                                       const float* f = reinterpret_cast<const float*>(data.data());
+                                       out.insert(out.end(), f, f + data.size() / 4);
+                                       return true;
+                                     });
+  if (status) *status = st;
+  return out;
+}
+
+TEST(ParameterStoreTest, AggregatesTheSumOfAllWorkersEachStep) {
+  ParameterStore store;
+  ASSERT_TRUE(store.Declare(Spec("w", 5, 3), 1, 0).ok());
+  for (std::uint64_t step = 1; step <= 3; ++step) {
+    for (std::uint32_t w = 0; w < 3; ++w) {
+      std::vector<float> g(5);
+      for (int i = 0; i < 5; ++i) g[i] = static_cast<float>(step * 100 + w * 10 + i);
+      ASSERT_TRUE(Push(store, "w", w, step, 0, g).ok());
+    }
+    const std::vector<float> sum = Pull(store, "w", step);
+    ASSERT_EQ(sum.size(), 5u);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(sum[i], 3 * (step * 100 + i) + 30) << "step " << step;
+  }
+  EXPECT_EQ(store.bytes_received(), 3u * 3 * 5 * 4);
+  EXPECT_EQ(store.bytes_sent(), 3u * 5 * 4);
+}
+
+TEST(ParameterStoreTest, AveragesWhenAsked) {
+  ParameterStore store;
+  proto::TensorSpec spec = Spec("w", 2, 2);
+  spec.mutable_optimizer()->set_average(true);
+  ASSERT_TRUE(store.Declare(spec, 1, 0).ok());
+  ASSERT_TRUE(Push(store, "w", 0, 1, 0, {1, 10}).ok());
+  ASSERT_TRUE(Push(store, "w", 1, 1, 0, {3, 20}).ok());
+  EXPECT_EQ(Pull(store, "w", 1), (std::vector<float>{2, 15}));
+}
+
+// The gradients of the reference run: worker w, step s, element i.
+float Gradient(std::uint32_t w, std::uint64_t s, int i) { return 0.5f * (w + 1) - 0.25f * s + i; }
+
+TEST(ParameterStoreTest, OptimizersMatchAHandComputedReference) {
+  struct Case {
+    proto::Optimizer::Kind kind;
+    double lr, momentum;
+  };
+  for (const Case& c : {Case{proto::Optimizer::SGD, 0.1, 0}, Case{proto::Optimizer::MOMENTUM, 0.1, 0.9},
+                        Case{proto::Optimizer::ADAM, 0.01, 0}}) {
+    SCOPED_TRACE(proto::Optimizer::Kind_Name(c.kind));
+    ParameterStore store;
+    proto::TensorSpec spec = Spec("w", 3, 2, c.kind);
+    spec.mutable_optimizer()->set_learning_rate(c.lr);
+    spec.mutable_optimizer()->set_momentum(c.momentum);
+    ASSERT_TRUE(store.Declare(spec, 1, 0).ok());
+    double w[3] = {0, 0, 0}, v[3] = {0, 0, 0}, m2[3] = {0, 0, 0};
+    for (std::uint64_t step = 1; step <= 4; ++step) {
+      for (std::uint32_t worker = 0; worker < 2; ++worker) {
+        std::vector<float> g = {Gradient(worker, step, 0), Gradient(worker, step, 1),
+                                Gradient(worker, step, 2)};
+        ASSERT_TRUE(Push(store, "w", worker, step, 0, g, 1).ok());
+      }
+      for (int i = 0; i < 3; ++i) {
+        const double g = Gradient(0, step, i) + Gradient(1, step, i);
+        switch (c.kind) {
+          case proto::Optimizer::SGD: w[i] -= c.lr * g; break;
+          case proto::Optimizer::MOMENTUM:
+            v[i] = c.momentum * v[i] + g;
+            w[i] -= c.lr * v[i];
+            break;
+          default: {
+            v[i] = 0.9 * v[i] + 0.1 * g;
+            m2[i] = 0.999 * m2[i] + 0.001 * g * g;
+            const double mhat = v[i] / (1 - std::pow(0.9, step));
+            const double vhat = m2[i] / (1 - std::pow(0.999, step));
+            w[i] -= c.lr * mhat / (std::sqrt(vhat) + 1e-8);
+          }
+        }
+      }
+      const std::vector<float> got = Pull(store, "w", step);
+      for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], w[i], 1e-5) << "step " << step << " i " << i;
+    }
+  }
+}
+
+TEST(ParameterStoreTest, ShardsSplitOddSizesExactly) {
+  // 10 elements over 3 shards: [0,4) [4,7) [7,10).
+  std::vector<ParameterStore> shards(3);
+  std::int64_t covered = 0;
+  for (int s = 0; s < 3; ++s) {
+    auto slice = shards[s].Declare(Spec("w", 10, 2), 3, s);
+    ASSERT_TRUE(slice.ok());
+    EXPECT_EQ(slice->offset, covered);
+    EXPECT_EQ(slice->offset, ChunkOf(10, 3, s).offset);
+    covered += slice->count;
+    for (std::uint32_t w = 0; w < 2; ++w) {
+      std::vector<float> g(slice->count);
+      for (std::int64_t i = 0; i < slice->count; ++i) g[i] = static_cast<float>(slice->offset + i + w);
+      ASSERT_TRUE(Push(shards[s], "w", w, 1, slice->offset, g).ok());
+    }
+    const std::vector<float> sum = Pull(shards[s], "w", 1);
+    for (std::int64_t i = 0; i < slice->count; ++i) EXPECT_EQ(sum[i], 2 * (slice->offset + i) + 1);
+  }
+  EXPECT_EQ(covered, 10);
+  // More shards than elements: the last ones hold nothing, and still complete steps.
+  ParameterStore tiny;
+  auto empty = tiny.Declare(Spec("t", 2, 1), 3, 2);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->count, 0);
+  ASSERT_TRUE(Push(tiny, "t", 0, 1, empty->offset, {}).ok());
+  EXPECT_TRUE(Pull(tiny, "t", 1).empty());
+}
+
+TEST(ParameterStoreTest, RefusedPushesChangeNothing) {
+  ParameterStore store;
+  auto slice = store.Declare(Spec("w", 4, 2), 2, 1);  // slice [2, 4)
+  ASSERT_TRUE(slice.ok());
+  // A chunk outside the slice, after a good one: refused, and nothing applied.
+  auto session = store.BeginPush("w", 0, 1);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->AddChunk(2, Bytes({100.0f})).ok());
+  const absl::Status outside = (*session)->AddChunk(3, Bytes({1.0f, 2.0f}));
+  EXPECT_EQ(outside.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(outside.message().find("outside this shard's slice [2, 4)"), std::string::npos);
+  // An incomplete push cannot commit.
+  EXPECT_FALSE((*session)->Commit().ok());
+
+  ASSERT_TRUE(Push(store, "w", 0, 1, 2, {1, 2}).ok());
+  // A second push by the same worker for the same step.
+  const absl::Status twice = Push(store, "w", 0, 1, 2, {50, 50});
+  EXPECT_EQ(twice.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(twice.message().find("worker 0 already pushed step 1"), std::string::npos);
+  // A step that is not open, and an unknown worker.
+  EXPECT_EQ(Push(store, "w", 1, 2, 2, {1, 1}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Push(store, "w", 7, 1, 2, {1, 1}).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(Push(store, "w", 1, 1, 2, {10, 20}).ok());
+  EXPECT_EQ(Pull(store, "w", 1), (std::vector<float>{11, 22}));  // only the valid pushes
+  // A push for a step already complete.
+  const absl::Status late = Push(store, "w", 1, 1, 2, {5, 5});
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.message().find("step 1 is already complete"), std::string::npos);
+  EXPECT_EQ(Pull(store, "w", 1), (std::vector<float>{11, 22}));
+  EXPECT_EQ(store.BeginPush("nope", 0, 1).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ParameterStoreTest, PullWaitsForTheStepAndTimesOutNamingMissingWorkers) {
+  ParameterStore store;
+  ASSERT_TRUE(store.Declare(Spec("w", 2, 3), 1, 0).ok());
+  ASSERT_TRUE(Push(store, "w", 1, 1, 0, {1, 1}).ok());
+  absl::Status st = store.Pull("w", 1, Clock::now() + std::chrono::milliseconds(100), 64,
+                               [](std::int64_t, std::span<const std::byte>) { return true; });
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(st.message().find("workers 0, 2"), std::string::npos) << st;
+
+  std::vector<float> got;
+  std::thread puller([&] { got = Pull(store, "w", 1); });
+  ASSERT_TRUE(Push(store, "w", 0, 1, 0, {2, 2}).ok());
+  ASSERT_TRUE(Push(store, "w", 2, 1, 0, {3, 3}).ok());
+  puller.join();
+  EXPECT_EQ(got, (std::vector<float>{6, 6}));
+}
+
+TEST(ParameterStoreTest, DeclarationsMustAgree) {
+  ParameterStore store;
+  ASSERT_TRUE(store.Declare(Spec("w", 8, 2), 1, 0).ok());
+  EXPECT_TRUE(store.Declare(Spec("w", 8, 2), 1, 0).ok());
+  EXPECT_EQ(store.Declare(Spec("w", 9, 2), 1, 0).status().code(), absl::StatusCode::kAlreadyExists);
+  proto::TensorSpec int_adam = Spec("i", 4, 1, proto::Optimizer::ADAM);
+  int_adam.set_dtype("int32");
+  EXPECT_FALSE(store.Declare(int_adam, 1, 0).ok());
+}
+
+}  // namespace
+}  // namespace testbed

@@ -1,0 +1,124 @@
+#include "worker/ps_client.h"
+
+#include <cstring>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "allreduce/data_type.h"
+#include "proto/grpc_status.h"
+
+namespace testbed {
+
+PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credentials,
+                   std::chrono::milliseconds timeout)
+    : addresses_(std::move(shard_addresses)),
+      credentials_(std::move(credentials)),
+      timeout_(timeout),
+      traffic_(addresses_.size()) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(8 << 20);
+  for (const std::string& address : addresses_) {
+    stubs_.push_back(proto::ParameterServer::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+  }
+}
+
+PsClient::~PsClient() = default;
+
+void PsClient::ResetTraffic() { traffic_.assign(addresses_.size(), ShardTraffic{}); }
+
+absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
+  slices_.assign(addresses_.size(), Slice{});
+  element_ = ElementSize(ParseDataType(tensor.dtype()).value_or(DataType::kFloat32));
+  for (std::size_t s = 0; s < stubs_.size(); ++s) {
+    grpc::ClientContext context;
+    AttachCredentials(credentials_, context);
+    context.set_deadline(std::chrono::system_clock::now() + timeout_);
+    proto::DeclareRequest request;
+    *request.mutable_tensor() = tensor;
+    request.set_shards(stubs_.size());
+    request.set_shard(s);
+    proto::DeclareReply reply;
+    const grpc::Status st = stubs_[s]->Declare(&context, request, &reply);
+    if (!st.ok()) {
+      return absl::Status(FromGrpcStatus(st).code(),
+                          absl::StrCat("parameter server shard ", s, " at ", addresses_[s], ": ",
+                                       st.error_message()));
+    }
+    slices_[s] = {reply.offset(), reply.count()};
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t worker,
+                                 std::uint64_t step, std::span<std::byte> data) {
+  const Slice slice = slices_[s];
+  grpc::ClientContext context;
+  AttachCredentials(credentials_, context);
+  context.set_deadline(std::chrono::system_clock::now() + timeout_);
+  auto stream = stubs_[s]->PushPull(&context);
+  proto::PushChunk chunk;
+  chunk.set_tensor(tensor);
+  chunk.set_worker(worker);
+  chunk.set_step(step);
+  const std::size_t begin = static_cast<std::size_t>(slice.offset) * element_;
+  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
+  const std::size_t per_chunk = kChunkBytes / element_ * element_;
+  std::size_t at = 0;
+  do {  // an empty slice still sends one (empty) chunk: it names the step
+    const std::size_t n = std::min(per_chunk, bytes - at);
+    chunk.set_offset(slice.offset + static_cast<std::int64_t>(at / element_));
+    chunk.set_data(reinterpret_cast<const char*>(data.data() + begin + at), n);
+    if (!stream->Write(chunk)) break;  // the server ended the call: Finish says why
+    traffic_[s].bytes_pushed += n;
+    at += n;
+    if (at == n && at > 0) {
+      chunk.clear_tensor();  // only the first chunk needs to name them
+    }
+  } while (at < bytes);
+  stream->WritesDone();
+  proto::ValueChunk value;
+  std::size_t pulled = 0;
+  while (stream->Read(&value)) {
+    const std::size_t offset = static_cast<std::size_t>(value.offset()) * element_;
+    const std::string& payload = value.data();
+    if (offset < begin || offset + payload.size() > begin + bytes) {
+      context.TryCancel();
+      return absl::DataLossError(absl::StrCat("parameter server shard ", s, " sent values outside its slice"));
+    }
+    std::memcpy(data.data() + offset, payload.data(), payload.size());
+    pulled += payload.size();
+  }
+  traffic_[s].bytes_pulled += pulled;
+  const grpc::Status st = stream->Finish();
+  if (!st.ok()) {
+    return absl::Status(FromGrpcStatus(st).code(),
+                        absl::StrCat("parameter server shard ", s, " at ", addresses_[s], ": ",
+                                     st.error_message()));
+  }
+  if (pulled != bytes) {
+    return absl::DataLossError(absl::StrCat("parameter server shard ", s, " served ", pulled,
+                                            " of ", bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::PushPull(const std::string& tensor, std::uint32_t worker,
+                                std::uint64_t step, std::span<std::byte> data) {
+  if (slices_.size() != stubs_.size()) return absl::FailedPreconditionError("Declare first");
+  std::vector<absl::Status> status(stubs_.size());
+  std::vector<std::thread> threads;
+  for (std::size_t s = 1; s < stubs_.size(); ++s) {
+    threads.emplace_back([&, s] { status[s] = ShardStep(s, tensor, worker, step, data); });
+  }
+  status[0] = ShardStep(0, tensor, worker, step, data);  // shard 0 on this thread
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& st : status) {
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace testbed

@@ -1,0 +1,65 @@
+// A worker's view of the sharded parameter server: declares a tensor on every
+// shard, then runs synchronous steps - push the whole gradient, pull the whole
+// result - through all shards in parallel, each shard's slice as a stream of
+// chunks (gRPC's 4 MiB message cap never limits a tensor).
+//
+// Payload bytes are counted per shard, as pushed and as pulled.
+//
+// Thread-safety: one PsClient per worker, used from one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/credentials.h"
+#include "proto/parameter_server.grpc.pb.h"
+
+namespace testbed {
+
+struct ShardTraffic {
+  std::uint64_t bytes_pushed = 0;
+  std::uint64_t bytes_pulled = 0;
+};
+
+class PsClient {
+ public:
+  // One address per shard, in shard order. Calls fail after `timeout`.
+  PsClient(std::vector<std::string> shard_addresses, Credentials credentials,
+           std::chrono::milliseconds timeout);
+  ~PsClient();
+
+  // Declares `tensor` on every shard and learns each shard's slice.
+  absl::Status Declare(const proto::TensorSpec& tensor);
+
+  // Pushes `gradient` (the whole tensor) for `step` and overwrites it, slice by
+  // slice, with what the shards serve for that step. Shards run in parallel.
+  absl::Status PushPull(const std::string& tensor, std::uint32_t worker, std::uint64_t step,
+                        std::span<std::byte> gradient_then_result);
+
+  const std::vector<ShardTraffic>& traffic() const { return traffic_; }
+  void ResetTraffic();
+
+  static constexpr std::size_t kChunkBytes = 1 << 20;
+
+ private:
+  struct Slice {
+    std::int64_t offset = 0, count = 0;
+  };
+  absl::Status ShardStep(int shard, const std::string& tensor, std::uint32_t worker,
+                         std::uint64_t step, std::span<std::byte> data);
+
+  std::vector<std::string> addresses_;
+  Credentials credentials_;
+  std::chrono::milliseconds timeout_;
+  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
+  std::vector<Slice> slices_;  // of the last declared tensor
+  std::size_t element_ = 4;
+  std::vector<ShardTraffic> traffic_;
+};
+
+}  // namespace testbed
