@@ -17,7 +17,8 @@ std::vector<std::string> ResultColumns() {
   return {"algorithm",   "workers",    "bytes",      "iterations",          "time_us_avg",
           "time_us_min", "time_us_max", "algbw_gbps", "busbw_gbps",          "payload_bytes_total",
           "theory_bytes_total", "max_rank_bytes", "rounds", "wrong", "dtype", "transport",
-          "servers", "shard_payload_bytes", "shard_theory_bytes"};
+          "servers", "shard_payload_bytes", "shard_theory_bytes", "wire_bytes_sent_total",
+          "wire_bytes_received_total", "wire_bytes_sent", "wire_bytes_received"};
 }
 
 std::vector<Cell> ResultCells(const proto::ResultRow& r) {
@@ -39,7 +40,11 @@ std::vector<Cell> ResultCells(const proto::ResultRow& r) {
           r.transport(),
           std::int64_t{r.servers()},
           std::vector<std::int64_t>(r.shard_payload_bytes().begin(), r.shard_payload_bytes().end()),
-          std::vector<std::int64_t>(r.shard_theory_bytes().begin(), r.shard_theory_bytes().end())};
+          std::vector<std::int64_t>(r.shard_theory_bytes().begin(), r.shard_theory_bytes().end()),
+          static_cast<std::int64_t>(r.wire_bytes_sent_total()),
+          static_cast<std::int64_t>(r.wire_bytes_received_total()),
+          std::vector<std::int64_t>(r.wire_bytes_sent().begin(), r.wire_bytes_sent().end()),
+          std::vector<std::int64_t>(r.wire_bytes_received().begin(), r.wire_bytes_received().end())};
 }
 
 absl::Status ResultsFile::Open(const std::string& path, const proto::ExperimentSpec& spec,

@@ -79,6 +79,17 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   }
   row.set_payload_bytes_total(payload);
   row.set_wrong(wrong);
+  // Wire bytes only when every rank had its own interface to count.
+  if (std::all_of(by_rank.begin(), by_rank.end(),
+                  [](const auto& r) { return r.has_wire_bytes_sent(); })) {
+    for (const proto::RankResult& result : by_rank) {
+      row.add_wire_bytes_sent(result.wire_bytes_sent());
+      row.add_wire_bytes_received(result.wire_bytes_received());
+      row.set_wire_bytes_sent_total(row.wire_bytes_sent_total() + result.wire_bytes_sent());
+      row.set_wire_bytes_received_total(row.wire_bytes_received_total() +
+                                        result.wire_bytes_received());
+    }
+  }
   if (ps) {
     // 2 N M in total; through each shard 2 N times its slice.
     const std::int64_t m = first.bytes();

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&parameter_server);
+  builder.SetMaxReceiveMessageSize(16 << 20);  // chunks of 4 MiB plus framing
   if (join.empty()) builder.RegisterService(&coordinator);
   {
     std::lock_guard lock(stop_mu);

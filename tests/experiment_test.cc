@@ -11,6 +11,7 @@
 #include "experiments/experiment_flags.h"
 #include "proto/spec.h"
 #include "server/result_aggregator.h"
+#include "worker/interface_counters.h"
 #include "worker/sweep_runner.h"
 #include "worker/worker_daemon.h"
 
@@ -168,6 +169,19 @@ TEST(WorkerTest, PeerErrorHandlingIsOffOnlyForSharedMemoryOnlyTransports) {
   EXPECT_FALSE(WantPeerErrorHandling("auto", "sm"));
   EXPECT_TRUE(WantPeerErrorHandling("on", "sm"));
   EXPECT_FALSE(WantPeerErrorHandling("off", "tcp"));
+}
+
+TEST(WorkerTest, WireBytesComeOnlyFromARanksOwnInterface) {
+  EXPECT_EQ(RankNetDevice("", "eth0"), "eth0");
+  EXPECT_EQ(RankNetDevice("", "eth0:1"), "eth0");
+  EXPECT_EQ(RankNetDevice("", "lo"), "");       // shared by every local rank
+  EXPECT_EQ(RankNetDevice("", "eth0,eth1"), "");
+  EXPECT_EQ(RankNetDevice("", nullptr), "");
+  EXPECT_EQ(RankNetDevice("veth3", "eth0"), "veth3");
+  EXPECT_EQ(RankNetDevice("none", "eth0"), "");
+  const auto lo = ReadInterfaceBytes("lo");
+  ASSERT_TRUE(lo.has_value());  // every Linux machine has loopback counters
+  EXPECT_FALSE(ReadInterfaceBytes("no-such-device0").has_value());
 }
 
 TEST(WorkerTest, TransportLabelListsTheEndpointsLanes) {

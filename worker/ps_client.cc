@@ -18,7 +18,7 @@ PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credent
       timeout_(timeout),
       traffic_(addresses_.size()) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(8 << 20);
+  args.SetMaxReceiveMessageSize(16 << 20);
   for (const std::string& address : addresses_) {
     stubs_.push_back(proto::ParameterServer::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));

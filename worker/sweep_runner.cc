@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "allreduce/executor.h"
 #include "allreduce/expected_values.h"
 #include "proto/spec.h"
+#include "worker/interface_counters.h"
 
 namespace testbed {
 
@@ -79,17 +81,20 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_bytes(bytes);
       result.set_transport(ps ? "grpc" : env.transport_label);
       const std::uint32_t total = spec.warmup() + spec.iterations();
+      std::optional<InterfaceBytes> wire_before, wire_after;
       for (std::uint32_t i = 0; i < total; ++i) {
         // In-place collectives overwrite their input: restore it, untimed.
         if (bytes > 0) std::memcpy(data.data(), pristine.data(), bytes);
         if (absl::Status st = sync(); !st.ok()) return st;
         reset_traffic();
+        wire_before = ReadInterfaceBytes(env.net_device);
         const auto start = std::chrono::steady_clock::now();
         if (absl::Status st = run_once(); !st.ok()) {
           return absl::Status(st.code(), absl::StrCat(name, " at ", bytes, " bytes: ",
                                                       std::string(st.message())));
         }
         const auto end = std::chrono::steady_clock::now();
+        wire_after = ReadInterfaceBytes(env.net_device);
         if (i >= spec.warmup()) {
           result.add_iteration_us(std::chrono::duration<double, std::micro>(end - start).count());
         }
@@ -109,6 +114,11 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       }
       result.set_payload_bytes_sent(sent);
       result.set_payload_bytes_received(received);
+      if (wire_before && wire_after) {  // the last iteration's, like the payload
+        result.set_net_device(env.net_device);
+        result.set_wire_bytes_sent(wire_after->sent - wire_before->sent);
+        result.set_wire_bytes_received(wire_after->received - wire_before->received);
+      }
       result.set_wrong(spec.skip_check()
                            ? -1
                            : CheckRank(semantics, n, rank, data.data(), count, type, op, 0).count);

@@ -28,6 +28,7 @@ struct SweepEnvironment {
   std::string transport_label;     // recorded with each all-reduce result
   PsClient* parameter_server = nullptr;  // needed when the spec runs "ps"
   std::string tensor_prefix = "ps";      // unique per experiment: tensors are not reused
+  std::string net_device;  // this rank's own interface, for wire bytes; empty: none
 };
 
 // `spec` must be valid (ValidateSpec). Stops at the first failure, which

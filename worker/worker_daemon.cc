@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/transport/ucx_transport.h"
 #include "proto/control.grpc.pb.h"
+#include "worker/interface_counters.h"
 #include "worker/ps_client.h"
 #include "worker/sweep_runner.h"
 
@@ -220,6 +221,7 @@ int WorkerDaemon::Run() {
           env.transport_label = transport_label;
           env.parameter_server = parameter_server.get();
           env.tensor_prefix = absl::StrCat("experiment-", id);
+          env.net_device = RankNetDevice(options_.net_device, std::getenv("UCX_NET_DEVICES"));
           const absl::Status st =
               RunSweep(spec, env, [&](const proto::RankResult& result) {
                 proto::WorkerMessage m;

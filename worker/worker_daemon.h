@@ -26,6 +26,7 @@ struct WorkerOptions {
   Credentials credentials;
   std::chrono::seconds connect_timeout{120};  // for the coordinator to come up
   std::string peer_error_handling = "auto";   // auto, on, off (UCX endpoints)
+  std::string net_device;  // for wire bytes; empty: the one UCX_NET_DEVICES names
 };
 
 class WorkerDaemon {

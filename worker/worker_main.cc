@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
                  "on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  app.add_option("--net-device", options.net_device,
+                 "This worker's own network interface, whose counters give wire bytes "
+                 "(default: the one device UCX_NET_DEVICES names; 'none' for none; loopback "
+                 "never counts, since all local ranks share it)");
   CLI11_PARSE(app, argc, argv);
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
   options.connect_timeout = std::chrono::seconds(connect_timeout_s);
