@@ -33,10 +33,10 @@ absl::Status ParameterServerService::ReceivePush(Reader& reader, std::string* te
       store_.BeginPush(chunk.tensor(), chunk.worker(), chunk.step());
   if (!session.ok()) return session.status();
   do {
-    const std::string& data = chunk.data();
-    absl::Status st = (*session)->AddChunk(
-        chunk.offset(), std::span(reinterpret_cast<const std::byte*>(data.data()), data.size()));
+    // The chunk's bytes move into the session: no copy.
+    absl::Status st = (*session)->AddChunk(chunk.offset(), std::move(*chunk.mutable_data()));
     if (!st.ok()) return st;
+    chunk.clear_data();
   } while (reader.Read(&chunk));
   return (*session)->Commit();
 }
@@ -60,18 +60,53 @@ grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+template <typename Writer>
+absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& context,
+                                               const std::string& tensor, std::uint64_t step,
+                                               Writer& writer) {
+  std::shared_ptr<PullCache> cache;
+  {
+    std::lock_guard lock(cache_mu_);
+    std::shared_ptr<PullCache>& slot = cache_[tensor];
+    if (!slot) slot = std::make_shared<PullCache>();
+    cache = slot;
+  }
+  std::shared_ptr<const PulledStep> values;
+  {
+    std::lock_guard build(cache->build_mu);
+    {
+      std::lock_guard lock(cache_mu_);
+      if (cache->latest && cache->latest->step == step) values = cache->latest;
+    }
+    if (!values) {
+      auto built = std::make_shared<PulledStep>();
+      built->step = step;
+      absl::Status st = store_.Pull(tensor, step, PullDeadline(context), kChunkBytes,
+                                    [&](std::int64_t offset, std::span<const std::byte> data) {
+                                      proto::ValueChunk& chunk = built->chunks.emplace_back();
+                                      chunk.set_offset(offset);
+                                      chunk.set_data(reinterpret_cast<const char*>(data.data()),
+                                                     data.size());
+                                      return true;
+                                    });
+      if (!st.ok()) return st;
+      std::lock_guard lock(cache_mu_);
+      cache->latest = built;
+      values = built;
+    }
+  }
+  for (const proto::ValueChunk& chunk : values->chunks) {
+    if (!writer.Write(chunk)) return absl::CancelledError("the puller went away");
+    bytes_sent_ += chunk.data().size();
+  }
+  return absl::OkStatus();
+}
+
 grpc::Status ParameterServerService::Pull(grpc::ServerContext* context,
                                           const proto::PullRequest* request,
                                           grpc::ServerWriter<proto::ValueChunk>* writer) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
-  proto::ValueChunk chunk;
-  return ToGrpcStatus(store_.Pull(
-      request->tensor(), request->step(), PullDeadline(*context), kChunkBytes,
-      [&](std::int64_t offset, std::span<const std::byte> data) {
-        chunk.set_offset(offset);
-        chunk.set_data(reinterpret_cast<const char*>(data.data()), data.size());
-        return writer->Write(chunk);
-      }));
+  return ToGrpcStatus(ServeStep(*context, request->tensor(), request->step(), *writer));
 }
 
 grpc::Status ParameterServerService::PushPull(
@@ -81,21 +116,24 @@ grpc::Status ParameterServerService::PushPull(
   std::string tensor;
   std::uint64_t step = 0;
   if (absl::Status st = ReceivePush(*stream, &tensor, &step); !st.ok()) return ToGrpcStatus(st);
-  proto::ValueChunk chunk;
-  return ToGrpcStatus(store_.Pull(tensor, step, PullDeadline(*context), kChunkBytes,
-                                  [&](std::int64_t offset, std::span<const std::byte> data) {
-                                    chunk.set_offset(offset);
-                                    chunk.set_data(reinterpret_cast<const char*>(data.data()),
-                                                   data.size());
-                                    return stream->Write(chunk);
-                                  }));
+  return ToGrpcStatus(ServeStep(*context, tensor, step, *stream));
+}
+
+grpc::Status ParameterServerService::Forget(grpc::ServerContext* context,
+                                            const proto::ForgetRequest* request,
+                                            proto::ForgetReply*) {
+  if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
+  store_.Forget(request->tensor());
+  std::lock_guard lock(cache_mu_);
+  cache_.erase(request->tensor());
+  return grpc::Status::OK;
 }
 
 grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
                                            const proto::StatsRequest*, proto::StatsReply* reply) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
   reply->set_bytes_received(store_.bytes_received());
-  reply->set_bytes_sent(store_.bytes_sent());
+  reply->set_bytes_sent(bytes_sent_);
   return grpc::Status::OK;
 }
 

@@ -2,10 +2,19 @@
 // job's token, turns streams of chunks into ParameterStore calls, and turns
 // the store's answers back into gRPC statuses.
 //
+// All N workers pull the same values of a step, so the first pull of a step
+// builds the step's chunk messages once and the others send the same ones:
+// one copy of the slice per step instead of one per worker.
+//
 // Thread-safety: gRPC calls the handlers concurrently; the store is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
@@ -31,6 +40,8 @@ class ParameterServerService final : public proto::ParameterServer::Service {
       grpc::ServerReaderWriter<proto::ValueChunk, proto::PushChunk>* stream) override;
   grpc::Status Stats(grpc::ServerContext* context, const proto::StatsRequest* request,
                      proto::StatsReply* reply) override;
+  grpc::Status Forget(grpc::ServerContext* context, const proto::ForgetRequest* request,
+                      proto::ForgetReply* reply) override;
 
   // Chunks of values are at most this large: well under gRPC's 4 MiB cap.
   static constexpr std::size_t kChunkBytes = 1 << 20;
@@ -38,6 +49,22 @@ class ParameterServerService final : public proto::ParameterServer::Service {
  private:
   template <typename Reader>
   absl::Status ReceivePush(Reader& reader, std::string* tensor, std::uint64_t* step);
+  // Sends the values of `step` to `writer`, building them once per step.
+  template <typename Writer>
+  absl::Status ServeStep(const grpc::ServerContext& context, const std::string& tensor,
+                         std::uint64_t step, Writer& writer);
+
+  struct PulledStep {
+    std::uint64_t step = 0;
+    std::vector<proto::ValueChunk> chunks;
+  };
+  struct PullCache {
+    std::mutex build_mu;  // one builder per tensor; the other pullers wait for it
+    std::shared_ptr<const PulledStep> latest;  // guarded by cache_mu_
+  };
+  std::mutex cache_mu_;
+  std::map<std::string, std::shared_ptr<PullCache>> cache_;  // by tensor; guarded by cache_mu_
+  std::atomic<std::uint64_t> bytes_sent_{0};
   std::chrono::steady_clock::time_point PullDeadline(const grpc::ServerContext& context) const;
 
   ParameterStore& store_;

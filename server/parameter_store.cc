@@ -21,7 +21,6 @@ struct ParameterStore::Tensor {
   std::uint64_t completed = 0;          // the last complete step
   std::vector<bool> pushed;             // by worker, for step completed + 1
   std::uint32_t pushes = 0;             // how many are true
-  std::vector<std::vector<std::byte>> staging;  // by worker; written outside mu
   std::vector<std::byte> sum;           // gradients of the open step, summed
   std::vector<std::byte> values;        // what pulls of `completed` get
   std::vector<double> velocity, second; // optimizer state (momentum / Adam)
@@ -135,7 +134,6 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   t->type = *type;
   t->element = ElementSize(*type);
   t->pushed.assign(spec.workers(), false);
-  t->staging.resize(spec.workers());
   // Touch everything now, not during the first timed step.
   t->sum.assign(t->bytes(), std::byte{0});
   t->values.assign(t->bytes(), std::byte{0});
@@ -146,6 +144,11 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   if (spec.optimizer().kind() == proto::Optimizer::ADAM) t->second.assign(chunk.count, 0.0);
   tensors_[spec.name()] = t;
   return t->slice;
+}
+
+void ParameterStore::Forget(const std::string& name) {
+  std::lock_guard lock(mu_);
+  tensors_.erase(name);
 }
 
 std::shared_ptr<ParameterStore::Tensor> ParameterStore::Find(const std::string& name) {
@@ -176,12 +179,15 @@ absl::StatusOr<std::unique_ptr<ParameterStore::PushSession>> ParameterStore::Beg
     return absl::AlreadyExistsError(
         absl::StrCat(t->Name(), ": worker ", worker, " already pushed step ", step));
   }
-  if (t->staging[worker].size() != t->bytes()) t->staging[worker].assign(t->bytes(), std::byte{0});
   return std::unique_ptr<PushSession>(new PushSession(*this, t, worker, step));
 }
 
 absl::Status ParameterStore::PushSession::AddChunk(std::int64_t offset,
                                                    std::span<const std::byte> data) {
+  return AddChunk(offset, std::string(reinterpret_cast<const char*>(data.data()), data.size()));
+}
+
+absl::Status ParameterStore::PushSession::AddChunk(std::int64_t offset, std::string&& data) {
   Tensor& t = *tensor_;
   const std::int64_t begin = t.slice.offset + next_;
   if (data.size() % t.element != 0) {
@@ -195,10 +201,9 @@ absl::Status ParameterStore::PushSession::AddChunk(std::int64_t offset,
         t.slice.offset, ", ", t.slice.offset + t.slice.count, ") or out of order (expected offset ",
         begin, ")"));
   }
-  // The staging buffer is this worker's alone: no lock.
-  if (!data.empty()) std::memcpy(t.staging[worker_].data() + next_ * t.element, data.data(), data.size());
-  next_ += count;
   store_.bytes_received_ += data.size();
+  next_ += count;
+  if (!data.empty()) chunks_.push_back(std::move(data));
   return absl::OkStatus();
 }
 
@@ -214,12 +219,18 @@ absl::Status ParameterStore::PushSession::Commit() {
     return absl::FailedPreconditionError(
         absl::StrCat(t.Name(), ": step ", step_, " closed while worker ", worker_, " pushed"));
   }
-  const std::byte* src = t.staging[worker_].data();
-  switch (t.type) {
-    case DataType::kFloat32: AddInto<float>(t.sum.data(), src, t.slice.count); break;
-    case DataType::kFloat64: AddInto<double>(t.sum.data(), src, t.slice.count); break;
-    case DataType::kInt32: AddInto<std::int32_t>(t.sum.data(), src, t.slice.count); break;
+  std::byte* dst = t.sum.data();
+  for (const std::string& chunk : chunks_) {
+    const auto* src = reinterpret_cast<const std::byte*>(chunk.data());
+    const auto n = static_cast<std::int64_t>(chunk.size() / t.element);
+    switch (t.type) {
+      case DataType::kFloat32: AddInto<float>(dst, src, n); break;
+      case DataType::kFloat64: AddInto<double>(dst, src, n); break;
+      case DataType::kInt32: AddInto<std::int32_t>(dst, src, n); break;
+    }
+    dst += chunk.size();
   }
+  chunks_.clear();
   t.pushed[worker_] = true;
   if (++t.pushes < t.spec.workers()) return absl::OkStatus();
 

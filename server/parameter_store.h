@@ -1,9 +1,9 @@
 // The parameter server's core, with no gRPC in it: one shard's slices of the
 // tensors, synchronous steps, and the optimizers.
 //
-// A step of a tensor completes when all N workers have pushed it. Each push is
-// staged in the pushing worker's own buffer and only added in when the push is
-// complete and valid, so a refused push changes nothing. On completion the
+// A step of a tensor completes when all N workers have pushed it. Each push
+// keeps its chunks (moved in, not copied) until the push is complete and
+// valid, and only then adds them in, so a refused push changes nothing. On completion the
 // shard sums (or averages) the gradients and applies the optimizer to its
 // slice: NONE serves the sum itself (exactly the all-reduce result), SGD,
 // momentum and Adam serve the updated parameters (which start at zero). A pull
@@ -57,6 +57,8 @@ class ParameterStore {
    public:
     // Stages a chunk; offset in elements of the whole tensor. Refuses chunks
     // outside the slice or out of order; nothing is applied before Commit().
+    // The string overload takes the bytes without copying them.
+    absl::Status AddChunk(std::int64_t offset, std::string&& data);
     absl::Status AddChunk(std::int64_t offset, std::span<const std::byte> data);
     // Adds the staged gradient in; the last worker's commit completes the step.
     absl::Status Commit();
@@ -71,6 +73,7 @@ class ParameterStore {
     std::uint32_t worker_;
     std::uint64_t step_;
     std::int64_t next_ = 0;  // elements of the slice staged so far
+    std::vector<std::string> chunks_;  // staged, in slice order
   };
 
   // Refuses a push for a step that is complete or not yet open, a second push
@@ -84,6 +87,9 @@ class ParameterStore {
   absl::Status Pull(const std::string& tensor, std::uint64_t step,
                     std::chrono::steady_clock::time_point deadline, std::size_t chunk_bytes,
                     const EmitChunk& emit);
+
+  // Frees a tensor; pushes and pulls under way keep their own reference.
+  void Forget(const std::string& tensor);
 
   // Fails every waiting and future pull; for shutdown.
   void Shutdown();

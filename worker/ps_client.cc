@@ -52,6 +52,24 @@ absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
   return absl::OkStatus();
 }
 
+absl::Status PsClient::Forget(const std::string& tensor) {
+  for (std::size_t s = 0; s < stubs_.size(); ++s) {
+    grpc::ClientContext context;
+    AttachCredentials(credentials_, context);
+    context.set_deadline(std::chrono::system_clock::now() + timeout_);
+    proto::ForgetRequest request;
+    request.set_tensor(tensor);
+    proto::ForgetReply reply;
+    const grpc::Status st = stubs_[s]->Forget(&context, request, &reply);
+    if (!st.ok()) {
+      return absl::Status(FromGrpcStatus(st).code(),
+                          absl::StrCat("parameter server shard ", s, " at ", addresses_[s], ": ",
+                                       st.error_message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t worker,
                                  std::uint64_t step, std::span<std::byte> data) {
   const Slice slice = slices_[s];

@@ -41,6 +41,9 @@ class PsClient {
   absl::Status PushPull(const std::string& tensor, std::uint32_t worker, std::uint64_t step,
                         std::span<std::byte> gradient_then_result);
 
+  // Frees the tensor on every shard (once every worker is done with it).
+  absl::Status Forget(const std::string& tensor);
+
   const std::vector<ShardTraffic>& traffic() const { return traffic_; }
   void ResetTraffic();
 

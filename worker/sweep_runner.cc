@@ -94,7 +94,12 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
                                                       std::string(st.message())));
         }
         const auto end = std::chrono::steady_clock::now();
-        wire_after = ReadInterfaceBytes(env.net_device);
+        if (wire_before) {
+          // A send completes once the kernel has the bytes, not once they left:
+          // after a barrier every rank has received everything sent to it.
+          if (absl::Status st = sync(); !st.ok()) return st;
+          wire_after = ReadInterfaceBytes(env.net_device);
+        }
         if (i >= spec.warmup()) {
           result.add_iteration_us(std::chrono::duration<double, std::micro>(end - start).count());
         }
@@ -122,6 +127,13 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_wrong(spec.skip_check()
                            ? -1
                            : CheckRank(semantics, n, rank, data.data(), count, type, op, 0).count);
+      if (ps) {
+        // Once every worker has pulled its last step, rank 0 frees the tensor.
+        if (absl::Status st = sync(); !st.ok()) return st;
+        if (rank == 0) {
+          if (absl::Status st = env.parameter_server->Forget(tensor); !st.ok()) return st;
+        }
+      }
       if (absl::Status st = emit(result); !st.ok()) return st;
     }
   }
