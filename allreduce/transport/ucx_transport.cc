@@ -1,6 +1,7 @@
 #include "allreduce/transport/ucx_transport.h"
 
 #include <poll.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -119,8 +120,10 @@ class UcxTransport::Worker {
   // Connect()). Sleeping on the fd would then return at once, forever, so
   // after a few such empty wakeups this sleeps without it, backing off.
   template <typename Done>
-  absl::Status ProgressUntil(Done done, Clock::time_point deadline, int idle_spins) {
+  absl::Status ProgressUntil(Done done, Clock::time_point deadline, int idle_spins,
+                             std::chrono::microseconds yield_spin) {
     int idle = 0;           // idle progress calls since the last useful one
+    Clock::time_point idle_since = Clock::now();  // when the current idle stretch began
     bool woke = false;      // the last sleep ended because the fd was ready
     int empty_wakeups = 0;  // consecutive wakeups that found nothing to do
     while (!done()) {
@@ -130,12 +133,18 @@ class UcxTransport::Worker {
       if (now >= deadline) return absl::DeadlineExceededError("");
       if (ucp_worker_progress(worker_) != 0) {
         idle = 0;
+        idle_since = now;
         woke = false;
         empty_wakeups = 0;
         continue;
       }
       if (++idle < idle_spins) continue;
+      if (now - idle_since < yield_spin) {
+        sched_yield();  // let a peer sharing this core run, then poll again
+        continue;
+      }
       idle = 0;
+      idle_since = now;
       if (woke) ++empty_wakeups;
       woke = false;
       const std::int64_t left_ms =
@@ -166,11 +175,13 @@ class UcxTransport::Worker {
   // The one way to wait for a single UCX request: NULL means it completed at
   // once, UCS_PTR_IS_ERR that it failed, anything else is a request to
   // progress until it completes (then released here).
-  ucs_status_t Wait(ucs_status_ptr_t request, Clock::time_point deadline, int idle_spins) {
+  ucs_status_t Wait(ucs_status_ptr_t request, Clock::time_point deadline, int idle_spins,
+                    std::chrono::microseconds yield_spin = {}) {
     if (request == nullptr) return UCS_OK;
     if (UCS_PTR_IS_ERR(request)) return UCS_PTR_STATUS(request);
     absl::Status waited = ProgressUntil(
-        [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline, idle_spins);
+        [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline, idle_spins,
+        yield_spin);
     ucs_status_t status = ucp_request_check_status(request);
     // Released even if still in progress: UCX then finishes it on its own.
     ucp_request_free(request);
@@ -569,7 +580,7 @@ absl::Status UcxTransport::WaitAll() {
       [this] {
         return completed_ == operations_.size() || operation_failed_ || HasPendingWithLostPeer();
       },
-      deadline, options_.idle_spins);
+      deadline, options_.idle_spins, options_.yield_spin);
 
   absl::Status result;
   if (operation_failed_) {
@@ -612,7 +623,7 @@ void UcxTransport::Abort(absl::Status cause) {
   }
   worker_
       ->ProgressUntil([this] { return completed_ == operations_.size(); }, deadline,
-                      options_.idle_spins)
+                      options_.idle_spins, std::chrono::microseconds(0))
       .IgnoreError();
   ReleaseRequests();
 }

@@ -66,6 +66,11 @@ struct UcxOptions {
   // sleeps on the worker's event fd. A short spin keeps latency low when the
   // peer answers at once; sleeping keeps an oversubscribed machine usable.
   int idle_spins = 64;
+  // After those, keep polling - yielding the core to whoever else is runnable
+  // between polls - for up to this long before sleeping. Sleeping and being
+  // woken costs tens of microseconds, more than a small collective's round;
+  // yielding keeps a machine with more ranks than cores usable.
+  std::chrono::microseconds yield_spin = std::chrono::microseconds(200);
   // Ask UCX to detect dead peers (UCP_ERR_HANDLING_MODE_PEER). UCX then uses
   // only transports that can; turn it off to allow shared-memory transports
   // without failure detection (the control plane must then notice dead peers).
