@@ -1,6 +1,7 @@
 #include "experiments/table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace testbed {
@@ -10,7 +11,8 @@ std::string FormatCell(const Cell& cell) {
   if (const auto* i = std::get_if<std::int64_t>(&cell)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&cell)) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", *d);
+    // Six significant digits, but never an exponent for a big time in us.
+    std::snprintf(buf, sizeof buf, std::fabs(*d) >= 1e5 ? "%.0f" : "%.6g", *d);
     return buf;
   }
   if (const auto* list = std::get_if<std::vector<std::int64_t>>(&cell)) {

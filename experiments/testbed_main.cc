@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/experiment_commands.h"
+#include "experiments/fit_command.h"
+#include "experiments/model_command.h"
 #include "experiments/trace_command.h"
 #include "experiments/traffic_command.h"
 
@@ -19,6 +21,10 @@ int main(int argc, char** argv) {
   CLI::App* trace_cmd = testbed::AddTraceCommand(app, trace);
   testbed::TrafficOptions traffic;
   CLI::App* traffic_cmd = testbed::AddTrafficCommand(app, traffic);
+  testbed::ModelOptions model;
+  CLI::App* model_cmd = testbed::AddModelCommand(app, model);
+  testbed::FitOptions fit;
+  CLI::App* fit_cmd = testbed::AddFitCommand(app, fit);
 
   testbed::LocalOptions local;
   CLI::App* local_cmd = testbed::AddLocalCommand(app, local);
@@ -30,5 +36,7 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return testbed::RunRun(run, *run_cmd);
   if (trace_cmd->parsed()) return testbed::RunTrace(trace, std::cout, std::cerr);
   if (traffic_cmd->parsed()) return testbed::RunTraffic(traffic, std::cout, std::cerr);
+  if (model_cmd->parsed()) return testbed::RunModel(model, std::cout, std::cerr);
+  if (fit_cmd->parsed()) return testbed::RunFit(fit, std::cout, std::cerr);
   return 2;
 }

@@ -79,7 +79,11 @@ TEST(SpecTest, FlagsOverrideOnlyWhatIsGivenBesideASpecFile) {
   std::filesystem::remove(path);
 }
 
-TEST(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
+// With and without wire counting: the barrier that wire counting adds after an
+// iteration must not leak into the payload.
+class SweepTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
   proto::ExperimentSpec spec;
   spec.set_workers(3);
   for (const char* a : {"naive", "ring", "tree", "butterfly"}) spec.add_algorithms(a);
@@ -100,6 +104,7 @@ TEST(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
       SweepEnvironment env;
       env.transport = transport.get();
       env.transport_label = "inprocess";
+      env.net_device = GetParam();
       status[r] = RunSweep(spec, env, [&](const proto::RankResult& result) {
         results[r].push_back(result);
         return absl::OkStatus();
@@ -120,8 +125,12 @@ TEST(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
     EXPECT_EQ(aggregated->iterations(), 2u);
     // One iteration's payload, barriers excluded.
     EXPECT_EQ(aggregated->payload_bytes_total(), aggregated->theory_bytes_total());
+    EXPECT_EQ(aggregated->wire_bytes_sent_size(), GetParam().empty() ? 0 : 3);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(WireCounting, SweepTest, ::testing::Values("", "lo"),
+                         [](const auto& info) { return info.param.empty() ? "off" : "on"; });
 
 proto::RankResult Result(int rank, std::vector<double> times, std::uint64_t sent) {
   proto::RankResult r;

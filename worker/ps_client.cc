@@ -11,6 +11,12 @@
 
 namespace testbed {
 
+absl::Status PsClient::ShardError(std::size_t shard, const grpc::Status& status) const {
+  return absl::Status(FromGrpcStatus(status).code(),
+                      absl::StrCat("parameter server shard ", shard, " at ", addresses_[shard],
+                                   ": ", status.error_message()));
+}
+
 PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credentials,
                    std::chrono::milliseconds timeout)
     : addresses_(std::move(shard_addresses)),
@@ -42,11 +48,7 @@ absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
     request.set_shard(s);
     proto::DeclareReply reply;
     const grpc::Status st = stubs_[s]->Declare(&context, request, &reply);
-    if (!st.ok()) {
-      return absl::Status(FromGrpcStatus(st).code(),
-                          absl::StrCat("parameter server shard ", s, " at ", addresses_[s], ": ",
-                                       st.error_message()));
-    }
+    if (!st.ok()) return ShardError(s, st);
     slices_[s] = {reply.offset(), reply.count()};
   }
   return absl::OkStatus();
@@ -61,11 +63,7 @@ absl::Status PsClient::Forget(const std::string& tensor) {
     request.set_tensor(tensor);
     proto::ForgetReply reply;
     const grpc::Status st = stubs_[s]->Forget(&context, request, &reply);
-    if (!st.ok()) {
-      return absl::Status(FromGrpcStatus(st).code(),
-                          absl::StrCat("parameter server shard ", s, " at ", addresses_[s], ": ",
-                                       st.error_message()));
-    }
+    if (!st.ok()) return ShardError(s, st);
   }
   return absl::OkStatus();
 }
@@ -111,11 +109,7 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   }
   traffic_[s].bytes_pulled += pulled;
   const grpc::Status st = stream->Finish();
-  if (!st.ok()) {
-    return absl::Status(FromGrpcStatus(st).code(),
-                        absl::StrCat("parameter server shard ", s, " at ", addresses_[s], ": ",
-                                     st.error_message()));
-  }
+  if (!st.ok()) return ShardError(s, st);
   if (pulled != bytes) {
     return absl::DataLossError(absl::StrCat("parameter server shard ", s, " served ", pulled,
                                             " of ", bytes, " bytes"));

@@ -53,6 +53,8 @@ class PsClient {
   struct Slice {
     std::int64_t offset = 0, count = 0;
   };
+  // `status` of a call to `shard`, as an error naming the shard and its address.
+  absl::Status ShardError(std::size_t shard, const grpc::Status& status) const;
   absl::Status ShardStep(int shard, const std::string& tensor, std::uint32_t worker,
                          std::uint64_t step, std::span<std::byte> data);
 

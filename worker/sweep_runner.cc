@@ -82,6 +82,25 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_transport(ps ? "grpc" : env.transport_label);
       const std::uint32_t total = spec.warmup() + spec.iterations();
       std::optional<InterfaceBytes> wire_before, wire_after;
+      // Payload of the last iteration, read before any barrier adds its own.
+      std::uint64_t sent = 0, received = 0;
+      std::vector<std::uint64_t> per_shard;
+      const auto read_payload = [&] {
+        sent = received = 0;
+        per_shard.clear();
+        if (ps) {
+          for (const ShardTraffic& t : env.parameter_server->traffic()) {
+            sent += t.bytes_pushed;
+            received += t.bytes_pulled;
+            per_shard.push_back(t.bytes_pushed + t.bytes_pulled);
+          }
+        } else {
+          for (const PeerTraffic& t : transport.Traffic()) {
+            sent += t.bytes_sent;
+            received += t.bytes_received;
+          }
+        }
+      };
       for (std::uint32_t i = 0; i < total; ++i) {
         // In-place collectives overwrite their input: restore it, untimed.
         if (bytes > 0) std::memcpy(data.data(), pristine.data(), bytes);
@@ -94,6 +113,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
                                                       std::string(st.message())));
         }
         const auto end = std::chrono::steady_clock::now();
+        read_payload();
         if (wire_before) {
           // A send completes once the kernel has the bytes, not once they left:
           // after a barrier every rank has received everything sent to it.
@@ -104,19 +124,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
           result.add_iteration_us(std::chrono::duration<double, std::micro>(end - start).count());
         }
       }
-      std::uint64_t sent = 0, received = 0;
-      if (ps) {
-        for (const ShardTraffic& t : env.parameter_server->traffic()) {
-          sent += t.bytes_pushed;
-          received += t.bytes_pulled;
-          result.add_shard_payload_bytes(t.bytes_pushed + t.bytes_pulled);
-        }
-      } else {
-        for (const PeerTraffic& t : transport.Traffic()) {
-          sent += t.bytes_sent;
-          received += t.bytes_received;
-        }
-      }
+      for (std::uint64_t bytes : per_shard) result.add_shard_payload_bytes(bytes);
       result.set_payload_bytes_sent(sent);
       result.set_payload_bytes_received(received);
       if (wire_before && wire_after) {  // the last iteration's, like the payload

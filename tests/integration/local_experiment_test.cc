@@ -14,12 +14,9 @@ namespace {
 
 using testing::JsonField;
 using testing::Lines;
+using testing::TempDir;
 using testing::TestbedProcess;
 
-std::string TempDir(const std::string& name) {
-  std::string path = std::filesystem::temp_directory_path() / ("testbed-it-" + name + "-XXXXXX");
-  return mkdtemp(path.data());
-}
 
 class LocalSweep : public ::testing::TestWithParam<int> {};
 

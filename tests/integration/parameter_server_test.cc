@@ -14,12 +14,9 @@ namespace {
 
 using testing::JsonField;
 using testing::Lines;
+using testing::TempDir;
 using testing::TestbedProcess;
 
-std::string TempDir(const std::string& name) {
-  std::string path = std::filesystem::temp_directory_path() / ("testbed-ps-" + name + "-XXXXXX");
-  return mkdtemp(path.data());
-}
 
 // "[a, b]" of a JSON list field.
 std::string JsonList(const std::string& line, const std::string& key) {

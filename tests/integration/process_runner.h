@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <regex>
@@ -18,6 +20,12 @@
 #include <vector>
 
 namespace testbed::testing {
+
+// A fresh folder for one test's files, under the system's temp folder.
+inline std::string TempDir(const std::string& name) {
+  std::string path = (std::filesystem::temp_directory_path() / ("testbed-it-" + name + "-XXXXXX")).string();
+  return mkdtemp(path.data());
+}
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

@@ -1,0 +1,118 @@
+#include "allreduce/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "allreduce/chunking.h"
+
+namespace testbed {
+
+double ModelTime(const LinkModel& link, int rounds, std::int64_t bottleneck_bytes) {
+  return link.alpha_s * rounds + link.beta_s_per_byte * static_cast<double>(bottleneck_bytes);
+}
+
+std::vector<std::int64_t> RoundBottleneckBytes(const Collective& collective, int world_size,
+                                               std::int64_t bytes, std::int64_t element_size,
+                                               int root) {
+  const std::int64_t count = bytes / element_size;
+  std::vector<std::int64_t> busiest;  // in elements, per round
+  for (int rank = 0; rank < world_size; ++rank) {
+    const Schedule s = collective.build(rank, world_size, count, root);
+    if (busiest.size() < s.rounds.size()) busiest.resize(s.rounds.size(), 0);
+    for (std::size_t k = 0; k < s.rounds.size(); ++k) {
+      std::int64_t sent = 0;
+      std::int64_t received = 0;
+      for (const Step& step : s.rounds[k].steps) {
+        (step.IsReceive() ? received : sent) += step.count;
+      }
+      busiest[k] = std::max({busiest[k], sent, received});
+    }
+  }
+  for (std::int64_t& b : busiest) b *= element_size;
+  return busiest;
+}
+
+namespace {
+
+CostEstimate FromRounds(std::vector<std::int64_t> round_bytes, const LinkModel& link) {
+  CostEstimate e;
+  e.rounds = static_cast<int>(round_bytes.size());
+  for (std::int64_t b : round_bytes) e.bottleneck_bytes += b;
+  e.round_bottleneck_bytes = std::move(round_bytes);
+  e.time_s = ModelTime(link, e.rounds, e.bottleneck_bytes);
+  return e;
+}
+
+}  // namespace
+
+CostEstimate EstimateCollective(const Collective& collective, int world_size,
+                                std::int64_t bytes, std::int64_t element_size,
+                                const LinkModel& link, int root) {
+  return FromRounds(RoundBottleneckBytes(collective, world_size, bytes, element_size, root),
+                    link);
+}
+
+std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t element_size) {
+  return ChunkOf(bytes / element_size, std::max(servers, 1), 0).count * element_size;
+}
+
+CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
+                                     std::int64_t element_size, const LinkModel& link) {
+  const std::int64_t per_round = workers * LargestShardBytes(bytes, servers, element_size);
+  return FromRounds({per_round, per_round}, link);
+}
+
+absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points) {
+  if (points.size() < 2) {
+    return absl::InvalidArgumentError("needs at least 2 measurements to fit alpha and beta");
+  }
+  // Columns scaled to unit size so that rounds (~10) and bytes (~1e7) condition alike.
+  double scale_r = 0;
+  double scale_b = 0;
+  for (const FitPoint& p : points) {
+    scale_r = std::max(scale_r, static_cast<double>(p.rounds));
+    scale_b = std::max(scale_b, static_cast<double>(p.bottleneck_bytes));
+  }
+  if (scale_r == 0 || scale_b == 0) {
+    return absl::InvalidArgumentError("all measurements have zero rounds or zero bytes");
+  }
+  double srr = 0, srb = 0, sbb = 0, srt = 0, sbt = 0;
+  for (const FitPoint& p : points) {
+    const double r = p.rounds / scale_r;
+    const double b = static_cast<double>(p.bottleneck_bytes) / scale_b;
+    srr += r * r;
+    srb += r * b;
+    sbb += b * b;
+    srt += r * p.time_s;
+    sbt += b * p.time_s;
+  }
+  const double det = srr * sbb - srb * srb;
+  if (!(std::abs(det) > 1e-12 * srr * sbb)) {
+    return absl::InvalidArgumentError(
+        "rounds and bottleneck bytes are proportional over these measurements (needs at "
+        "least 2 distinct sizes)");
+  }
+  AlphaBetaFit fit;
+  fit.points = static_cast<int>(points.size());
+  fit.link.alpha_s = (srt * sbb - sbt * srb) / det / scale_r;
+  fit.link.beta_s_per_byte = (srr * sbt - srb * srt) / det / scale_b;
+
+  double mean = 0;
+  for (const FitPoint& p : points) mean += p.time_s;
+  mean /= static_cast<double>(points.size());
+  double ss_res = 0, ss_tot = 0;
+  for (const FitPoint& p : points) {
+    const double residual = p.time_s - ModelTime(fit.link, p.rounds, p.bottleneck_bytes);
+    ss_res += residual * residual;
+    ss_tot += (p.time_s - mean) * (p.time_s - mean);
+    if (p.time_s != 0) {
+      fit.worst_relative_residual =
+          std::max(fit.worst_relative_residual, std::abs(residual / p.time_s));
+    }
+  }
+  fit.r_squared = ss_tot > 0 ? 1 - ss_res / ss_tot : (ss_res == 0 ? 1.0 : 0.0);
+  return fit;
+}
+
+}  // namespace testbed

@@ -1,0 +1,77 @@
+// The alpha-beta cost model of Thakur, Rabenseifner and Gropp, read off the
+// schedules: a collective takes
+//   sum over rounds of (alpha + beta * bytes on the busiest link in that round)
+// where every rank has one full-duplex link: in a round, a rank's link carries
+// max(bytes it sends, bytes it receives), and the round lasts as long as its
+// busiest link needs. alpha is the per-round latency, beta the seconds per byte
+// (8 / link rate in bit/s).
+//
+// The parameter server with S shards is two rounds: every worker pushes its
+// slice to each shard (a shard's link carries N times its slice in), then pulls
+// it back (N times its slice out); the largest slice decides.
+//
+// fit: given measured times, least squares for alpha and beta against the
+// model's two terms, time = alpha * rounds + beta * bottleneck_bytes.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "allreduce/collective.h"
+
+namespace testbed {
+
+struct LinkModel {
+  double alpha_s = 0;          // seconds per round
+  double beta_s_per_byte = 0;  // seconds per byte on one link
+};
+
+struct CostEstimate {
+  int rounds = 0;
+  std::vector<std::int64_t> round_bottleneck_bytes;  // per round: the busiest link's bytes
+  std::int64_t bottleneck_bytes = 0;                 // their sum
+  double time_s = 0;
+};
+
+// alpha * rounds + beta * bottleneck_bytes.
+double ModelTime(const LinkModel& link, int rounds, std::int64_t bottleneck_bytes);
+
+// Per round, the busiest link's bytes: max over ranks of max(sent, received).
+// `bytes` is each rank's vector size, a multiple of element_size.
+std::vector<std::int64_t> RoundBottleneckBytes(const Collective& collective, int world_size,
+                                               std::int64_t bytes, std::int64_t element_size,
+                                               int root = 0);
+
+CostEstimate EstimateCollective(const Collective& collective, int world_size,
+                                std::int64_t bytes, std::int64_t element_size,
+                                const LinkModel& link, int root = 0);
+
+// Bytes of the largest of `servers` shards of a vector (the ring's balanced split).
+std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t element_size);
+
+// Two rounds of workers * LargestShardBytes: N*M/S in, then N*M/S out.
+CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
+                                     std::int64_t element_size, const LinkModel& link);
+
+struct FitPoint {
+  int rounds = 0;
+  std::int64_t bottleneck_bytes = 0;
+  double time_s = 0;
+};
+
+struct AlphaBetaFit {
+  LinkModel link;
+  double r_squared = 0;               // 1 - SS_res / SS_tot (1 when all times are equal and fit)
+  double worst_relative_residual = 0;  // max |measured - model| / measured
+  int points = 0;
+};
+
+// Least squares without intercept: time = alpha * rounds + beta * bottleneck_bytes.
+// Fails when the two terms are not independent over the points (fewer than two
+// distinct bottlenecks, for one algorithm at one N: fewer than two sizes).
+absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points);
+
+}  // namespace testbed

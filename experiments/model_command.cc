@@ -1,0 +1,190 @@
+#include "experiments/model_command.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "allreduce/cost_model.h"
+#include "experiments/cli_common.h"
+
+namespace testbed {
+namespace {
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Splits "1.5ms" into 1.5 and "ms"; fails on anything but digits, one '.', then letters.
+bool SplitNumber(std::string_view text, double& value, std::string& unit) {
+  std::size_t end = 0;
+  while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
+                               text[end] == '.')) {
+    ++end;
+  }
+  if (end == 0) return false;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + end, value);
+  if (ec != std::errc() || ptr != text.data() + end || !std::isfinite(value)) return false;
+  unit = Lower(text.substr(end));
+  return true;
+}
+
+std::string Trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return std::string(text);
+}
+
+CLI::Validator StatusValidator(absl::StatusOr<double> (*parse)(std::string_view),
+                               const char* name) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        auto parsed = parse(text);
+        return parsed.ok() ? "" : std::string(parsed.status().message());
+      },
+      name);
+}
+
+constexpr std::string_view kAllModelAlgorithms[] = {"ps", "naive", "ring", "tree", "butterfly"};
+
+}  // namespace
+
+absl::StatusOr<double> ParseDuration(std::string_view raw) {
+  const std::string text = Trim(raw);
+  double value = 0;
+  std::string unit;
+  if (SplitNumber(text, value, unit)) {
+    if (unit == "ns") return value * 1e-9;
+    if (unit == "us") return value * 1e-6;
+    if (unit == "ms") return value * 1e-3;
+    if (unit == "s") return value;
+    if (unit.empty() && value == 0) return 0.0;
+  }
+  return absl::InvalidArgumentError("bad duration '" + std::string(raw) +
+                                    "' (a number and a unit: ns, us, ms, s; e.g. 50us)");
+}
+
+absl::StatusOr<double> ParseLinkRate(std::string_view raw) {
+  const std::string text = Trim(raw);
+  double value = 0;
+  std::string unit;
+  if (SplitNumber(text, value, unit) && value > 0) {
+    if (unit.empty() || unit == "bit") return value;
+    if (unit == "kbit") return value * 1e3;
+    if (unit == "mbit") return value * 1e6;
+    if (unit == "gbit") return value * 1e9;
+  }
+  return absl::InvalidArgumentError(
+      "bad link rate '" + std::string(raw) +
+      "' (bits per second, > 0: 100mbit, 1gbit, 10gbit, 500kbit or a plain number)");
+}
+
+CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "model",
+      "The alpha-beta cost model (Thakur, Rabenseifner, Gropp) for each algorithm, read off "
+      "its schedules (nothing is run): time = sum over rounds of (alpha + beta * the busiest "
+      "link's bytes in that round), each rank's link full duplex.");
+  cmd->add_option("-n,--workers", options.workers, "Number of workers N (ranks)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("-b,--bytes", options.bytes,
+                  "Vector size M per worker: 4096, 64KiB, 16MiB, 1GiB, 64K (binary), 1MB")
+      ->check(ByteSizeValidator())
+      ->capture_default_str();
+  cmd->add_option("--alpha", options.alpha, "Latency per round: 50us, 2ms, 500ns, 0.001s")
+      ->check(StatusValidator(&ParseDuration, "DURATION"))
+      ->capture_default_str();
+  cmd->add_option("--link-rate", options.link_rate,
+                  "Each rank's link, in bit/s: 100mbit, 1gbit, 10gbit, or a plain number; "
+                  "beta = 8 / rate seconds per byte")
+      ->check(StatusValidator(&ParseLinkRate, "RATE"))
+      ->capture_default_str();
+  cmd->add_option("--servers", options.servers, "Parameter-server shards S for ps")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("-t,--dtype", options.dtype, "Element type; M must be a whole number of them")
+      ->check(DataTypeValidator())
+      ->capture_default_str();
+  cmd->add_option("-a,--algorithms", options.algorithms,
+                  "Comma-separated subset (default: ps,naive,ring,tree,butterfly)")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            if (name == "ps") return "";
+            const Collective* c = FindCollective(name);
+            if (c != nullptr && c->is_all_reduce()) return "";
+            return "unknown algorithm '" + name + "' (choose from ps, " +
+                   CollectiveNames(/*all_reduce_only=*/true) + ")";
+          },
+          "ALGORITHM"));
+  cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
+      ->check(FormatValidator())
+      ->capture_default_str();
+  cmd->footer(
+      "Columns: rounds; bottleneck_bytes = the busiest link's bytes, summed over rounds\n"
+      "(a link carries max(sent, received) of its rank); model_time_us = alpha * rounds +\n"
+      "beta * bottleneck_bytes; formula_bytes = total payload, the closed form of DESIGN.md.\n"
+      "ps: two rounds of N*M/S bytes through a shard's link (in, then out).\n"
+      "Example: testbed model --workers 8 --bytes 64MiB --alpha 50us --link-rate 10gbit");
+  return cmd;
+}
+
+int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) {
+  const auto bytes = ParseByteSize(options.bytes);
+  const auto alpha = ParseDuration(options.alpha);
+  const auto rate = ParseLinkRate(options.link_rate);
+  const auto type = ParseDataType(options.dtype);
+  const auto format = ParseOutputFormat(options.format);
+  for (const absl::Status& s : {bytes.status(), alpha.status(), rate.status()}) {
+    if (!s.ok()) {
+      err << "error: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (!type || !format) {
+    err << "error: bad --dtype or --format\n";
+    return 2;
+  }
+  const auto element = static_cast<std::int64_t>(ElementSize(*type));
+  if (*bytes % element != 0) {
+    err << "error: --bytes " << *bytes << " is not a whole number of " << Name(*type) << " ("
+        << element << "-byte) elements\n";
+    return 2;
+  }
+  const LinkModel link{*alpha, 8.0 / *rate};
+  std::vector<std::string> names = options.algorithms;
+  if (names.empty()) names.assign(std::begin(kAllModelAlgorithms), std::end(kAllModelAlgorithms));
+
+  Table table({"algorithm", "workers", "bytes", "rounds", "bottleneck_bytes", "model_time_us",
+               "formula_bytes"});
+  const int n = options.workers;
+  for (const std::string& name : names) {
+    CostEstimate e;
+    std::int64_t formula = 0;
+    if (name == "ps") {
+      e = EstimateParameterServer(n, options.servers, *bytes, element, link);
+      formula = 2 * n * *bytes;
+    } else {
+      const Collective* c = FindCollective(name);
+      if (c == nullptr || !c->is_all_reduce()) {
+        err << "error: unknown algorithm '" << name << "'\n";
+        return 2;
+      }
+      e = EstimateCollective(*c, n, *bytes, element, link);
+      formula = c->formula_bytes(n, *bytes);
+    }
+    table.AddRow({name, std::int64_t{n}, *bytes, std::int64_t{e.rounds}, e.bottleneck_bytes,
+                  e.time_s * 1e6, formula});
+  }
+  table.Print(*format, out);
+  return 0;
+}
+
+}  // namespace testbed

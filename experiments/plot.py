@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Plots results files written by `testbed local --out` / `testbed run --out`.
+
+    plot.py results.jsonl [more.jsonl ...] --out DIR
+
+For each number of workers N it writes, as PNG and SVG:
+  time_nN      time per collective (time_us_avg) vs message size, log-log
+  busbw_nN     bus bandwidth (busbw_gbps) vs message size
+  traffic_nN   bytes per collective at the largest size: payload (measured),
+               theory (closed form) and wire (interface counters), where present
+One line or bar group per (algorithm, transport); when several files are given,
+the file name is added to the label. Needs python3-matplotlib.
+"""
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit("plot.py needs matplotlib: apt-get install python3-matplotlib")
+
+ORDER = ["ps", "naive", "ring", "tree", "butterfly"]
+
+
+def read_rows(paths):
+    rows = []
+    for path in paths:
+        label = os.path.splitext(os.path.basename(path))[0]
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    print(f"{path}:{number}: skipped, not JSON ({e})", file=sys.stderr)
+                    continue
+                if record.get("record", "result") != "result":
+                    continue
+                if not all(isinstance(record.get(k), (int, float)) for k in ("workers", "bytes")):
+                    continue
+                if "algorithm" not in record:
+                    continue
+                record["_file"] = label
+                rows.append(record)
+    return rows
+
+
+def size_label(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
+def series_key(row, many_files):
+    name = f"{row['algorithm']} ({row.get('transport') or '-'})"
+    return name + (f" [{row['_file']}]" if many_files else "")
+
+
+def sort_key(key):
+    algorithm = key.split(" ")[0]
+    return (ORDER.index(algorithm) if algorithm in ORDER else len(ORDER), key)
+
+
+def save(fig, out_dir, name):
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(out_dir, f"{name}.{ext}"), dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    print(os.path.join(out_dir, name + ".{png,svg}"))
+
+
+def line_plot(series, field, ylabel, title, logy, out_dir, name):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    drawn = False
+    for key in sorted(series, key=sort_key):
+        points = sorted((r["bytes"], r[field]) for r in series[key]
+                        if isinstance(r.get(field), (int, float)) and r["bytes"] > 0)
+        if logy:
+            points = [p for p in points if p[1] > 0]
+        if not points:
+            continue
+        xs, ys = zip(*points)
+        ax.plot(xs, ys, marker="o", markersize=4, label=key)
+        drawn = True
+    if not drawn:
+        plt.close(fig)
+        return
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ticks = sorted({r["bytes"] for rows in series.values() for r in rows if r["bytes"] > 0})
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([size_label(t) for t in ticks], rotation=45)
+    ax.set_xlabel("message size per worker")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    save(fig, out_dir, name)
+
+
+def traffic_plot(series, n, out_dir, name):
+    keys = sorted(series, key=sort_key)
+    largest = [max(series[k], key=lambda r: r["bytes"]) for k in keys]
+    kinds = [("payload", "payload_bytes_total"), ("theory", "theory_bytes_total"),
+             ("wire (sent)", "wire_bytes_sent_total")]
+    # A kind is drawn when some row has it (wire counters are 0 where not measured).
+    kinds = [(label, field) for label, field in kinds
+             if any(isinstance(r.get(field), (int, float)) and r[field] > 0 for r in largest)]
+    if not kinds:
+        return
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(keys) + 2), 4.5))
+    width = 0.8 / len(kinds)
+    for i, (label, field) in enumerate(kinds):
+        xs = [j + (i - (len(kinds) - 1) / 2) * width for j in range(len(keys))]
+        ys = [r.get(field) if isinstance(r.get(field), (int, float)) else 0 for r in largest]
+        ax.bar(xs, [y / 2**20 for y in ys], width, label=label)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([f"{k}\nM={size_label(r['bytes'])}" for k, r in zip(keys, largest)],
+                       fontsize="small")
+    ax.set_ylabel("bytes per collective, all ranks (MiB)")
+    ax.set_title(f"Traffic per algorithm, N={n}, largest size")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    save(fig, out_dir, name)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="+", help="results files (JSON lines)")
+    parser.add_argument("--out", required=True, help="directory for the PNG and SVG files")
+    args = parser.parse_args()
+
+    rows = read_rows(args.files)
+    if not rows:
+        sys.exit("no result records in " + ", ".join(args.files))
+    os.makedirs(args.out, exist_ok=True)
+    many_files = len(args.files) > 1
+    by_workers = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        by_workers[int(row["workers"])][series_key(row, many_files)].append(row)
+
+    for n, series in sorted(by_workers.items()):
+        line_plot(series, "time_us_avg", "time per all-reduce (µs)",
+                  f"Time vs message size, N={n}", True, args.out, f"time_n{n}")
+        line_plot(series, "busbw_gbps", "bus bandwidth (GB/s, algbw·2(N−1)/N)",
+                  f"Bus bandwidth vs message size, N={n}", False, args.out, f"busbw_n{n}")
+        traffic_plot(series, n, args.out, f"traffic_n{n}")
+
+
+if __name__ == "__main__":
+    main()

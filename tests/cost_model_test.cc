@@ -1,0 +1,262 @@
+// The alpha-beta cost model read off the schedules, `testbed model`, and
+// `testbed fit`: closed forms reproduced exactly, a hand-computed time, the fit
+// recovering the model's own parameters, and the results-file reader.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "allreduce/cost_model.h"
+#include "experiments/fit_command.h"
+#include "experiments/model_command.h"
+
+namespace testbed {
+namespace {
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+std::vector<std::int64_t> Bottlenecks(const char* name, int n, std::int64_t bytes) {
+  return RoundBottleneckBytes(*FindCollective(name), n, bytes, 4);
+}
+
+TEST(CostModelTest, RingMovesAQuarterPerRoundForFourRanks) {
+  EXPECT_EQ(Bottlenecks("ring", 4, 16 * kMiB), std::vector<std::int64_t>(6, 4 * kMiB));
+}
+
+TEST(CostModelTest, NaiveIsOneRoundOfNMinusOneVectors) {
+  for (int n : {2, 4, 7}) {
+    EXPECT_EQ(Bottlenecks("naive", n, kMiB), std::vector<std::int64_t>{(n - 1) * kMiB}) << n;
+  }
+}
+
+TEST(CostModelTest, TreeIsTwiceCeilLog2NRoundsOfTheWholeVector) {
+  for (const auto& [n, levels] : {std::pair{2, 1}, {4, 2}, {5, 3}, {8, 3}, {9, 4}}) {
+    EXPECT_EQ(Bottlenecks("tree", n, kMiB), std::vector<std::int64_t>(2 * levels, kMiB)) << n;
+  }
+}
+
+TEST(CostModelTest, ButterflyIsLog2NRoundsOfTheWholeVector) {
+  EXPECT_EQ(Bottlenecks("butterfly", 8, kMiB), std::vector<std::int64_t>(3, kMiB));
+  // Not a power of two: fold and unfold add a round of M each.
+  EXPECT_EQ(Bottlenecks("butterfly", 6, kMiB), std::vector<std::int64_t>(4, kMiB));
+}
+
+TEST(CostModelTest, RingIsExactWhenTheVectorDoesNotDivide) {
+  // 10 elements over 4 ranks: chunks 3,3,2,2; some rank sends a 3-chunk every round.
+  EXPECT_EQ(Bottlenecks("ring", 4, 40), std::vector<std::int64_t>(6, 12));
+}
+
+TEST(CostModelTest, HandComputedRingTime) {
+  const LinkModel link{10e-6, 8.0 / 1e9};  // 10 us, 1 Gbit/s
+  const CostEstimate e = EstimateCollective(*FindCollective("ring"), 4, kMiB, 4, link);
+  EXPECT_EQ(e.rounds, 6);
+  EXPECT_EQ(e.bottleneck_bytes, 6 * 262144);
+  // 6 * (10 us + 262144 B * 8 ns/B) = 6 * 2107.152 us.
+  EXPECT_NEAR(e.time_s * 1e6, 12642.912, 1e-6);
+}
+
+TEST(CostModelTest, ParameterServerIsTwoRoundsThroughTheLargestShard) {
+  const LinkModel link{50e-6, 8e-9};
+  const CostEstimate e = EstimateParameterServer(4, 2, kMiB, 4, link);
+  EXPECT_EQ(e.round_bottleneck_bytes, (std::vector<std::int64_t>{2 * kMiB, 2 * kMiB}));
+  EXPECT_NEAR(e.time_s, 2 * (50e-6 + 8e-9 * 2 * kMiB), 1e-12);
+  // 3 floats over 2 shards: the larger slice has 2 of them.
+  EXPECT_EQ(EstimateParameterServer(4, 2, 12, 4, link).bottleneck_bytes, 2 * 4 * 8);
+}
+
+TEST(CostModelTest, FitRecoversAlphaAndBetaFromTheModelItself) {
+  const LinkModel truth{37e-6, 8.0 / 2.5e9};
+  std::vector<FitPoint> points;
+  for (const char* name : {"ring", "tree"}) {
+    for (std::int64_t bytes : {4096, 65536, 1 << 20, 16 << 20}) {
+      const CostEstimate e = EstimateCollective(*FindCollective(name), 4, bytes, 4, truth);
+      points.push_back({e.rounds, e.bottleneck_bytes, e.time_s});
+    }
+  }
+  const auto fit = FitAlphaBeta(points);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->link.alpha_s / truth.alpha_s, 1, 1e-9);
+  EXPECT_NEAR(fit->link.beta_s_per_byte / truth.beta_s_per_byte, 1, 1e-9);
+  EXPECT_NEAR(fit->r_squared, 1, 1e-12);
+  EXPECT_LT(fit->worst_relative_residual, 1e-9);
+}
+
+TEST(CostModelTest, FitRefusesASingleSize) {
+  EXPECT_FALSE(FitAlphaBeta({{6, 1000, 1e-3}}).ok());
+  EXPECT_FALSE(FitAlphaBeta({{6, 1000, 1e-3}, {6, 1000, 2e-3}}).ok());
+}
+
+TEST(ModelCommandTest, ParsesDurationsAndRates) {
+  EXPECT_DOUBLE_EQ(*ParseDuration("50us"), 50e-6);
+  EXPECT_DOUBLE_EQ(*ParseDuration("1.5ms"), 1.5e-3);
+  EXPECT_DOUBLE_EQ(*ParseDuration("10ns"), 10e-9);
+  EXPECT_DOUBLE_EQ(*ParseDuration("2s"), 2);
+  EXPECT_DOUBLE_EQ(*ParseDuration("0"), 0);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("100mbit"), 1e8);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("1gbit"), 1e9);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("10Gbit"), 1e10);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("500kbit"), 5e5);
+  EXPECT_DOUBLE_EQ(*ParseLinkRate("1000000000"), 1e9);
+  for (const char* bad : {"", "50", "50xs", "us", "-5us", "1e3us"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+  for (const char* bad : {"", "0", "0gbit", "1gbps", "1GB/s", "fast", "-1gbit"}) {
+    EXPECT_FALSE(ParseLinkRate(bad).ok()) << bad;
+  }
+}
+
+TEST(ModelCommandTest, JsonRowsForEveryAlgorithm) {
+  ModelOptions options;
+  options.workers = 4;
+  options.bytes = "1MiB";
+  options.alpha = "10us";
+  options.link_rate = "1gbit";
+  options.format = "json";
+  std::ostringstream out, err;
+  ASSERT_EQ(RunModel(options, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("{\"algorithm\": \"ring\", \"workers\": 4, \"bytes\": 1048576, "
+                      "\"rounds\": 6, \"bottleneck_bytes\": 1572864, \"model_time_us\": 12642.91"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("{\"algorithm\": \"ps\", \"workers\": 4, \"bytes\": 1048576, "
+                      "\"rounds\": 2, \"bottleneck_bytes\": 8388608"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"naive\""), std::string::npos);
+  EXPECT_NE(text.find("\"butterfly\""), std::string::npos);
+}
+
+TEST(FitCommandTest, ParsesFlatObjectsAndSkipsNestedValues) {
+  const auto o = ParseFlatJsonObject(
+      R"({"record": "experiment", "host": {"name": "vm", "cpus": [1, {"a": "}"}]}, )"
+      R"("n": -1.5e3, "ok": true, "none": null, "s": "a\"b\\c\u00e9"})");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(std::get<std::string>(o->at("record")), "experiment");
+  EXPECT_FALSE(o->contains("host"));
+  EXPECT_FALSE(o->contains("none"));
+  EXPECT_EQ(std::get<double>(o->at("n")), -1500);
+  EXPECT_EQ(std::get<bool>(o->at("ok")), true);
+  EXPECT_EQ(std::get<std::string>(o->at("s")), "a\"b\\c\xc3\xa9");
+  for (const char* bad : {"", "{", "{\"a\" 1}", "{\"a\": 1,}", "{\"a\": 1} x", "[1]",
+                          "{\"a\": 01x}", "{\"a\": \"unterminated}"}) {
+    EXPECT_FALSE(ParseFlatJsonObject(bad).ok()) << bad;
+  }
+}
+
+// A results file as `testbed local --out` writes it, with times from the model.
+std::string SampleResults(const LinkModel& link) {
+  std::ostringstream text;
+  text << R"({"record": "experiment", "started_at": "2026-01-01T00:00:00Z", "host": )"
+          R"({"name": "vm", "cpus": 2}, "spec": {"algorithms": ["ps", "ring"], "servers": 2}})"
+       << "\n\n";
+  for (std::int64_t bytes : {4096, 262144, 4194304}) {
+    const CostEstimate ring = EstimateCollective(*FindCollective("ring"), 4, bytes, 4, link);
+    const CostEstimate ps = EstimateParameterServer(4, 2, bytes, 4, link);
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  R"({"record": "result", "algorithm": "ring", "workers": 4, "bytes": %lld, )"
+                  R"("time_us_avg": %.17g, "dtype": "float32", "transport": "ucx:tcp/lo.0", )"
+                  R"("servers": 0, "wire_bytes_sent": []})",
+                  static_cast<long long>(bytes), ring.time_s * 1e6);
+    text << line << "\n";
+    std::snprintf(line, sizeof line,
+                  R"({"record": "result", "algorithm": "ps", "workers": 4, "bytes": %lld, )"
+                  R"("time_us_avg": %.17g, "dtype": "float32", "transport": "grpc", )"
+                  R"("servers": 2, "shard_payload_bytes": [1, 2]})",
+                  static_cast<long long>(bytes), ps.time_s * 1e6);
+    text << line << "\n";
+  }
+  return text.str();
+}
+
+TEST(FitCommandTest, ReadsResultRecordsOnly) {
+  std::istringstream in(SampleResults(LinkModel{20e-6, 8e-9}));
+  const auto rows = ReadMeasuredRows(in);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 6u);
+  EXPECT_EQ((*rows)[0].algorithm, "ring");
+  EXPECT_EQ((*rows)[0].transport, "ucx:tcp/lo.0");
+  EXPECT_EQ((*rows)[0].servers, 1);  // 0 in the file: not a ps row
+  EXPECT_EQ((*rows)[1].servers, 2);
+  EXPECT_EQ((*rows)[1].bytes, 4096);
+
+  std::istringstream broken("{\"record\": \"result\", \"algorithm\": \"ring\"}\n");
+  const auto bad = ReadMeasuredRows(broken);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 1"), std::string::npos) << bad.status();
+}
+
+TEST(FitCommandTest, RecoversTheModelsParametersPerGroup) {
+  std::istringstream in(SampleResults(LinkModel{20e-6, 8e-9}));  // 20 us, 1 Gbit/s
+  const auto rows = ReadMeasuredRows(in);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::ostringstream out, err;
+  ASSERT_EQ(RunFit(*rows, "csv", out, err), 0) << err.str();
+  EXPECT_EQ(out.str().substr(0, out.str().find('\n')),
+            "algorithm,transport,workers,points,sizes,alpha_us,beta_ns_per_byte,link_gbit_s,r2,"
+            "worst_rel_residual");
+  EXPECT_NE(out.str().find("\nring,ucx:tcp/lo.0,4,3,3,20,8,1,1,"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("ps,grpc,4,3,3,20,8,1,1,"), std::string::npos) << out.str();
+}
+
+TEST(FitCommandTest, SaysWhenAGroupHasOneSize) {
+  std::vector<MeasuredRow> rows = {{"ring", "tcp", "float32", 4, 4096, 1, 100},
+                                   {"ring", "tcp", "float32", 4, 4096, 1, 110}};
+  std::ostringstream out, err;
+  EXPECT_NE(RunFit(rows, "table", out, err), 0);
+  EXPECT_NE(err.str().find("ring (tcp): needs at least 2 distinct sizes"), std::string::npos)
+      << err.str();
+}
+
+std::pair<int, std::string> RunCli(const std::string& args) {
+  const std::string command = std::string(TESTBED_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(CostModelCliTest, BadInputGetsAClearMessage) {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"model --alpha 50xs", "bad duration '50xs'"},
+           Case{"model --link-rate 1gbps", "bad link rate '1gbps'"},
+           Case{"model --algorithms ps,reduce", "unknown algorithm 'reduce'"},
+           Case{"model --servers 0", "--servers"},
+           Case{"fit /nonexistent/results.jsonl", "/nonexistent/results.jsonl"},
+       }) {
+    const auto [status, output] = RunCli(c.args);
+    EXPECT_NE(status, 0) << c.args;
+    EXPECT_NE(output.find(c.message), std::string::npos) << c.args << "\n" << output;
+  }
+}
+
+TEST(CostModelCliTest, FitReadsAFile) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("cost_model_test_" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(path) << SampleResults(LinkModel{20e-6, 8e-9});
+  const auto [status, output] = RunCli("fit " + path.string() + " --format json");
+  std::filesystem::remove(path);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("{\"algorithm\": \"ring\", \"transport\": \"ucx:tcp/lo.0\", "
+                        "\"workers\": \"4\", \"points\": 3, \"sizes\": 3, \"alpha_us\": 2"),
+            std::string::npos)
+      << output;
+}
+
+}  // namespace
+}  // namespace testbed
