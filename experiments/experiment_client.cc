@@ -1,5 +1,7 @@
 #include "experiments/experiment_client.h"
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -12,8 +14,13 @@ absl::Status SubmitExperiment(const std::string& coordinator, const Credentials&
                               grpc::ClientContext& context, const RowHandler& on_row,
                               std::ostream& progress) {
   auto channel = grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials());
-  if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
-    return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", coordinator));
+  // In swarm or Kubernetes the client may start beside the coordinator: give
+  // it as long to come up as the workers get to attach.
+  const int connect_s = std::max(10, wait_for_workers_s);
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                 std::chrono::seconds(connect_s))) {
+    return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", coordinator,
+                                               " within ", connect_s, " s"));
   }
   auto stub = proto::Coordinator::NewStub(channel);
   AttachCredentials(credentials, context);
