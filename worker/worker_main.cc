@@ -31,6 +31,11 @@ int main(int argc, char** argv) {
                  "(default: the one device UCX_NET_DEVICES names; 'none' for none; loopback "
                  "never counts, since all local ranks share it)");
   CLI11_PARSE(app, argc, argv);
+  // UCX's TCP transport moves data in 8 KiB (send) and 64 KiB (receive)
+  // segments by default; 256 KiB raised ring's bus bandwidth at 16 MiB by
+  // about 12% on loopback here. The user's own UCX_* settings win.
+  setenv("UCX_TCP_TX_SEG_SIZE", "256K", /*overwrite=*/0);
+  setenv("UCX_TCP_RX_SEG_SIZE", "256K", /*overwrite=*/0);
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
   options.connect_timeout = std::chrono::seconds(connect_timeout_s);
 
