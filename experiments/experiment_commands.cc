@@ -47,17 +47,23 @@ int SubmitAndReport(const ExperimentFlags& flags, const proto::ExperimentSpec& s
   }
   const OutputFormat format = *ParseOutputFormat(flags.format);
   Table table(ResultColumns());
+  bool any_ps = false, any_wire = false;
   const absl::Status status = SubmitExperiment(
       coordinator, credentials, spec, wait_for_workers_s, context,
       [&](const proto::ResultRow& row) {
         table.AddRow(ResultCells(row));
+        any_ps |= row.servers() > 0;
+        any_wire |= row.wire_bytes_sent_size() > 0;
         if (results_file.is_open()) results_file.Append(row);
         if (format == OutputFormat::kJson) {
           std::cout << JsonObject(table.columns(), table.rows().back()) << std::endl;
         }
       },
       std::cerr);
-  if (format != OutputFormat::kJson && !table.rows().empty()) table.Print(format, std::cout);
+  if (format == OutputFormat::kCsv && !table.rows().empty()) table.Print(format, std::cout);
+  if (format == OutputFormat::kTable && !table.rows().empty()) {
+    table.Select(TableColumns(any_ps, any_wire)).Print(format, std::cout);
+  }
   if (interrupted) {
     std::cerr << "testbed: interrupted\n";
     return kInterrupted;

@@ -21,6 +21,17 @@ std::vector<std::string> ResultColumns() {
           "wire_bytes_received_total", "wire_bytes_sent", "wire_bytes_received"};
 }
 
+std::vector<std::string> TableColumns(bool any_ps, bool any_wire) {
+  std::vector<std::string> columns = {
+      "algorithm",   "workers",    "bytes",      "time_us_avg",         "time_us_min",
+      "time_us_max", "algbw_gbps", "busbw_gbps", "payload_bytes_total", "theory_bytes_total",
+      "wrong"};
+  if (any_ps) columns.insert(columns.end(), {"servers", "shard_payload_bytes"});
+  if (any_wire) columns.push_back("wire_bytes_sent_total");
+  columns.push_back("transport");
+  return columns;
+}
+
 std::vector<Cell> ResultCells(const proto::ResultRow& r) {
   return {r.algorithm(),
           std::int64_t{r.workers()},

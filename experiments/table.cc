@@ -87,6 +87,24 @@ std::string JsonObject(const std::vector<std::string>& columns, const std::vecto
   return out + "}";
 }
 
+Table Table::Select(const std::vector<std::string>& wanted) const {
+  std::vector<std::size_t> index;
+  std::vector<std::string> kept;
+  for (const std::string& name : wanted) {
+    auto it = std::find(columns_.begin(), columns_.end(), name);
+    if (it == columns_.end()) continue;
+    index.push_back(static_cast<std::size_t>(it - columns_.begin()));
+    kept.push_back(name);
+  }
+  Table out(kept);
+  for (const auto& row : rows_) {
+    std::vector<Cell> cells;
+    for (std::size_t i : index) cells.push_back(row[i]);
+    out.AddRow(std::move(cells));
+  }
+  return out;
+}
+
 void Table::Print(OutputFormat format, std::ostream& out) const {
   switch (format) {
     case OutputFormat::kJson:

@@ -30,6 +30,9 @@ class Table {
 
   void Print(OutputFormat format, std::ostream& out) const;
 
+  // The same rows with only `columns` (those that exist), in that order.
+  Table Select(const std::vector<std::string>& columns) const;
+
   const std::vector<std::string>& columns() const { return columns_; }
   const std::vector<std::vector<Cell>>& rows() const { return rows_; }
 

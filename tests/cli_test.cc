@@ -54,6 +54,16 @@ TEST(TableTest, CsvQuotesFieldsThatNeedIt) {
   EXPECT_EQ(out.str(), "a,b\n\"x,y\",1\n");
 }
 
+TEST(TableTest, SelectKeepsTheNamedColumnsInOrder) {
+  Table t({"a", "b", "c"});
+  t.AddRow({std::int64_t{1}, std::string("x"), 2.5});
+  const Table s = t.Select({"c", "missing", "a"});
+  EXPECT_EQ(s.columns(), (std::vector<std::string>{"c", "a"}));
+  std::ostringstream out;
+  s.Print(OutputFormat::kCsv, out);
+  EXPECT_EQ(out.str(), "c,a\n2.5,1\n");
+}
+
 TEST(TrafficCommandTest, JsonRowsCarryTheMeasuredAndFormulaBytes) {
   TrafficOptions options;
   options.workers = 4;
