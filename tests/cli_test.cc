@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/cli_runner.h"
 #include "experiments/byte_size.h"
 #include "experiments/table.h"
 #include "experiments/trace_command.h"
@@ -123,16 +124,7 @@ TEST(TraceCommandTest, TracesEveryCollective) {
   }
 }
 
-// Runs the real binary; returns its exit status and everything it printed.
-std::pair<int, std::string> RunCli(const std::string& args) {
-  const std::string command = std::string(TESTBED_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing::RunCli;
 
 TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
   struct Case {

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "tests/cli_runner.h"
 #include "allreduce/cost_model.h"
 #include "experiments/fit_command.h"
 #include "experiments/model_command.h"
@@ -217,15 +218,7 @@ TEST(FitCommandTest, SaysWhenAGroupHasOneSize) {
       << err.str();
 }
 
-std::pair<int, std::string> RunCli(const std::string& args) {
-  const std::string command = std::string(TESTBED_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing::RunCli;
 
 TEST(CostModelCliTest, BadInputGetsAClearMessage) {
   struct Case {
