@@ -61,12 +61,7 @@ absl::Status Executor::Run(const Schedule& schedule, std::span<std::byte> buffer
   Prepare(schedule, type);
   const std::uint64_t sequence = sequence_++ & (kMaxTag >> kRoundBits);
 
-  struct Landing {
-    const Step* step;
-    std::size_t scratch_offset;  // bytes; only when !in_place
-    bool in_place;
-  };
-  std::vector<Landing> landings;
+  std::vector<Landing>& landings = landings_;
   for (std::size_t k = 0; k < schedule.rounds.size(); ++k) {
     const Round& round = schedule.rounds[k];
     const std::uint64_t tag = (sequence << kRoundBits) | k;

@@ -43,8 +43,16 @@ class Executor {
                    ReduceOp op, const RoundObserver& observer = nullptr);
 
  private:
+  // Where one received step lands: scratch (then reduced or copied) or in place.
+  struct Landing {
+    const Step* step;
+    std::size_t scratch_offset;  // bytes; only when !in_place
+    bool in_place;
+  };
+
   Transport& transport_;
   std::vector<std::byte> scratch_;
+  std::vector<Landing> landings_;  // one round's; kept to reuse its memory
   std::uint64_t sequence_ = 0;
 };
 
