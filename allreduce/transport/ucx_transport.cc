@@ -422,12 +422,14 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, std::span<const
   } else {
     op.request = request;
   }
-  if (op.done && op.status != UCS_OK) {
-    absl::Status status = OperationError(op);
-    Abort(status);
-    return status;
-  }
-  return absl::OkStatus();
+  return FailIfRefused(op);
+}
+
+absl::Status UcxTransport::FailIfRefused(const Operation& op) {
+  if (!op.done || op.status == UCS_OK) return absl::OkStatus();
+  absl::Status status = OperationError(op);
+  Abort(status);
+  return status;
 }
 
 absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, std::span<std::byte> data) {
@@ -451,12 +453,7 @@ absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, std::span<std::
   } else {
     op.request = request;
   }
-  if (op.done && op.status != UCS_OK) {
-    absl::Status status = OperationError(op);
-    Abort(status);
-    return status;
-  }
-  return absl::OkStatus();
+  return FailIfRefused(op);
 }
 
 // The callbacks only record; requests are released by ReleaseRequests(),

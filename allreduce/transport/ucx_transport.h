@@ -145,6 +145,9 @@ class UcxTransport final : public Transport {
   // FailedPrecondition once an earlier failure made the transport unusable.
   absl::Status BrokenError() const;
   absl::Status CheckPost(int peer, std::uint64_t tag) const;
+  // After posting: an operation UCX failed at once makes the transport
+  // unusable (Abort) and is returned; anything else is OK.
+  absl::Status FailIfRefused(const Operation& op);
   // Records a completed operation and counts its payload.
   void Complete(Operation& op, ucs_status_t status, std::size_t length);
   // "send of 8 bytes to rank 3 (tag 7)", for messages.
