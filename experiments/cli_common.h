@@ -38,6 +38,18 @@ inline CLI::Validator DataTypeValidator() {
   return CLI::IsMember({"float32", "float64", "int32"});
 }
 
+// The -n/--workers and -b/--bytes options of the commands that read schedules
+// without running them (traffic, model).
+inline void AddWorkersAndBytes(CLI::App& cmd, int& workers, std::string& bytes) {
+  cmd.add_option("-n,--workers", workers, "Number of workers N (ranks)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd.add_option("-b,--bytes", bytes,
+                 "Vector size M per worker: 4096, 64KiB, 16MiB, 1GiB, 64K (binary), 1MB")
+      ->check(ByteSizeValidator())
+      ->capture_default_str();
+}
+
 inline CLI::Validator FormatValidator() { return CLI::IsMember({"table", "csv", "json"}); }
 
 }  // namespace testbed

@@ -91,13 +91,7 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
       "The alpha-beta cost model (Thakur, Rabenseifner, Gropp) for each algorithm, read off "
       "its schedules (nothing is run): time = sum over rounds of (alpha + beta * the busiest "
       "link's bytes in that round), each rank's link full duplex.");
-  cmd->add_option("-n,--workers", options.workers, "Number of workers N (ranks)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("-b,--bytes", options.bytes,
-                  "Vector size M per worker: 4096, 64KiB, 16MiB, 1GiB, 64K (binary), 1MB")
-      ->check(ByteSizeValidator())
-      ->capture_default_str();
+  AddWorkersAndBytes(*cmd, options.workers, options.bytes);
   cmd->add_option("--alpha", options.alpha, "Latency per round: 50us, 2ms, 500ns, 0.001s")
       ->check(StatusValidator(&ParseDuration, "DURATION"))
       ->capture_default_str();

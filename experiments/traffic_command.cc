@@ -10,13 +10,7 @@ CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
       "traffic",
       "Payload bytes each all-reduce algorithm moves, counted from its schedules (nothing is "
       "run), beside the closed form: total over all ranks, the busiest rank's load, rounds.");
-  cmd->add_option("-n,--workers", options.workers, "Number of workers N (ranks)")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("-b,--bytes", options.bytes,
-                  "Vector size M per worker: 4096, 64KiB, 16MiB, 1GiB, 64K (binary), 1MB")
-      ->check(ByteSizeValidator())
-      ->capture_default_str();
+  AddWorkersAndBytes(*cmd, options.workers, options.bytes);
   cmd->add_option("-t,--dtype", options.dtype, "Element type; M must be a whole number of them")
       ->check(DataTypeValidator())
       ->capture_default_str();
