@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
 
 namespace testbed {
@@ -61,6 +62,20 @@ CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t byte
                                      std::int64_t element_size, const LinkModel& link) {
   const std::int64_t per_round = workers * LargestShardBytes(bytes, servers, element_size);
   return FromRounds({per_round, per_round}, link);
+}
+
+absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,
+                                              int servers, std::int64_t bytes,
+                                              std::int64_t element_size, const LinkModel& link) {
+  if (algorithm == kParameterServerAlgorithm) {
+    return EstimateParameterServer(workers, servers, bytes, element_size, link);
+  }
+  const Collective* collective = FindCollective(algorithm);
+  if (collective == nullptr || !collective->is_all_reduce()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", std::string(algorithm),
+                                                   "'"));
+  }
+  return EstimateCollective(*collective, workers, bytes, element_size, link);
 }
 
 absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -55,6 +56,14 @@ std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t ele
 // Two rounds of workers * LargestShardBytes: N*M/S in, then N*M/S out.
 CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
                                      std::int64_t element_size, const LinkModel& link);
+
+// The name the harness gives the parameter server among the algorithms.
+inline constexpr std::string_view kParameterServerAlgorithm = "ps";
+
+// ps (S = servers) or an all-reduce collective by name.
+absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,
+                                               int servers, std::int64_t bytes,
+                                               std::int64_t element_size, const LinkModel& link);
 
 struct FitPoint {
   int rounds = 0;

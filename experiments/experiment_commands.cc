@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -14,7 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "experiments/experiment_client.h"
+#include "allreduce/cost_model.h"
+#include "allreduce/data_type.h"
+#include "experiments/course_table.h"
+#include "experiments/link_units.h"
 #include "experiments/local_cluster.h"
+#include "experiments/netns_fabric.h"
 #include "experiments/results_output.h"
 #include "proto/spec.h"
 #include "server/signal_waiter.h"
@@ -33,38 +40,115 @@ std::string RandomHex(int bytes) {
   return out;
 }
 
-// Submits, prints and records; shared by local and run. Returns the exit code.
-int SubmitAndReport(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
-                    const std::string& coordinator, const Credentials& credentials,
-                    int wait_for_workers_s, const std::string& deployment,
-                    grpc::ClientContext& context, const std::atomic<bool>& interrupted) {
-  ResultsFile results_file;
-  if (!flags.out.empty()) {
-    if (absl::Status st = results_file.Open(flags.out, spec, deployment); !st.ok()) {
-      std::cerr << "error: " << st.message() << "\n";
-      return 2;
+// Ctrl-C cancels whichever submission is in flight; a sweep over N makes one
+// per cluster, each with its own gRPC context.
+class Interrupter {
+ public:
+  void Interrupt() {
+    std::lock_guard lock(mu_);
+    interrupted_ = true;
+    if (current_ != nullptr) current_->TryCancel();
+  }
+  // Cancels `context` now if an interrupt came before it was set.
+  void SetCurrent(grpc::ClientContext* context) {
+    std::lock_guard lock(mu_);
+    current_ = context;
+    if (interrupted_ && current_ != nullptr) current_->TryCancel();
+  }
+  void CancelCurrent() {
+    std::lock_guard lock(mu_);
+    if (current_ != nullptr) current_->TryCancel();
+  }
+  bool interrupted() const {
+    std::lock_guard lock(mu_);
+    return interrupted_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  bool interrupted_ = false;
+  grpc::ClientContext* current_ = nullptr;
+};
+
+// The cost model a spec asks for: alpha and the link rate; none without a rate.
+std::optional<LinkModel> SpecLinkModel(const proto::ExperimentSpec& spec) {
+  if (spec.link_rate().empty()) return std::nullopt;
+  const auto rate = ParseLinkRate(spec.link_rate());
+  const auto alpha = ParseDuration(spec.model_alpha().empty() ? "0" : spec.model_alpha());
+  if (!rate.ok() || !alpha.ok()) return std::nullopt;
+  return LinkModel{*alpha, 8.0 / *rate};
+}
+
+void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
+                  proto::ResultRow& row) {
+  const auto type = ParseDataType(row.dtype().empty() ? spec.dtype() : row.dtype());
+  if (!type) return;
+  const auto estimate = EstimateAlgorithm(row.algorithm(), static_cast<int>(row.workers()),
+                                          static_cast<int>(std::max<std::uint32_t>(1, row.servers())),
+                                          row.bytes(), static_cast<std::int64_t>(ElementSize(*type)),
+                                          link);
+  if (estimate.ok()) row.set_model_time_us(estimate->time_s * 1e6);
+}
+
+// Every row of a run (all N of a sweep): printed as it comes (json), kept
+// for the table, appended to the results file.
+class RowSink {
+ public:
+  explicit RowSink(const ExperimentFlags& flags)
+      : format_(*ParseOutputFormat(flags.format)), table_(ResultColumns()) {}
+
+  void Add(const proto::ResultRow& row) {
+    table_.AddRow(ResultCells(row));
+    any_ps_ |= row.servers() > 0;
+    any_wire_ |= row.wire_bytes_sent_size() > 0;
+    any_model_ |= row.has_model_time_us();
+    if (format_ == OutputFormat::kJson) {
+      std::cout << JsonObject(table_.columns(), table_.rows().back()) << std::endl;
     }
   }
-  const OutputFormat format = *ParseOutputFormat(flags.format);
-  Table table(ResultColumns());
-  bool any_ps = false, any_wire = false;
+
+  void PrintTable() const {
+    if (table_.rows().empty()) return;
+    if (format_ == OutputFormat::kCsv) table_.Print(format_, std::cout);
+    if (format_ == OutputFormat::kTable) {
+      table_.Select(TableColumns(any_ps_, any_wire_, any_model_)).Print(format_, std::cout);
+    }
+  }
+
+ private:
+  OutputFormat format_;
+  Table table_;
+  bool any_ps_ = false, any_wire_ = false, any_model_ = false;
+};
+
+// Submits one spec and records its rows. An error is returned as a status.
+absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
+                             const std::string& coordinator, const Credentials& credentials,
+                             int wait_for_workers_s, const std::string& deployment,
+                             Interrupter& interrupter, RowSink& sink) {
+  ResultsFile results_file;
+  if (!flags.out.empty()) {
+    if (absl::Status st = results_file.Open(flags.out, spec, deployment); !st.ok()) return st;
+  }
+  const std::optional<LinkModel> model = SpecLinkModel(spec);
+  grpc::ClientContext context;
+  interrupter.SetCurrent(&context);
   const absl::Status status = SubmitExperiment(
       coordinator, credentials, spec, wait_for_workers_s, context,
-      [&](const proto::ResultRow& row) {
-        table.AddRow(ResultCells(row));
-        any_ps |= row.servers() > 0;
-        any_wire |= row.wire_bytes_sent_size() > 0;
+      [&](const proto::ResultRow& measured) {
+        proto::ResultRow row = measured;
+        if (model) AddModelTime(spec, *model, row);
+        sink.Add(row);
         if (results_file.is_open()) results_file.Append(row);
-        if (format == OutputFormat::kJson) {
-          std::cout << JsonObject(table.columns(), table.rows().back()) << std::endl;
-        }
       },
       std::cerr);
-  if (format == OutputFormat::kCsv && !table.rows().empty()) table.Print(format, std::cout);
-  if (format == OutputFormat::kTable && !table.rows().empty()) {
-    table.Select(TableColumns(any_ps, any_wire)).Print(format, std::cout);
-  }
-  if (interrupted) {
+  interrupter.SetCurrent(nullptr);
+  return status;
+}
+
+// The exit code for a submission's status.
+int ExitCode(const absl::Status& status, const Interrupter& interrupter) {
+  if (interrupter.interrupted()) {
     std::cerr << "testbed: interrupted\n";
     return kInterrupted;
   }
@@ -72,7 +156,6 @@ int SubmitAndReport(const ExperimentFlags& flags, const proto::ExperimentSpec& s
     std::cerr << "error: experiment failed: " << status.message() << "\n";
     return 1;
   }
-  if (!flags.out.empty()) std::cerr << "results appended to " << flags.out << "\n";
   return 0;
 }
 
@@ -112,15 +195,119 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
   return cmd;
 }
 
+namespace {
+
+// One cluster (one N of a sweep): start it - on loopback or in an emulated
+// cluster - submit, stop it. Returns the exit code.
+int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec,
+                  const Credentials& credentials, const std::string& log_dir,
+                  Interrupter& interrupter, RowSink& sink) {
+  const int servers = UsesParameterServer(spec) ? static_cast<int>(spec.servers()) : 1;
+  const int workers = static_cast<int>(spec.workers());
+  const bool netns = spec.network() == "netns";
+  std::unique_ptr<NetnsFabric> fabric;
+  std::string deployment = absl::StrCat("local, ", workers, " workers on loopback");
+  if (netns) {
+    double rate = 0;
+    if (!spec.link_rate().empty()) rate = *ParseLinkRate(spec.link_rate());
+    absl::StatusOr<std::unique_ptr<NetnsFabric>> created =
+        NetnsFabric::Create({servers + workers, rate, ""});
+    if (!created.ok()) {
+      std::cerr << "error: cannot build the emulated cluster: " << created.status().message()
+                << "\n";
+      return 1;
+    }
+    fabric = std::move(*created);
+    deployment = absl::StrCat("local, ", workers, " workers and ", servers,
+                              " servers in network namespaces (", fabric->tag(), "), links ",
+                              spec.link_rate().empty() ? "unlimited" : spec.link_rate());
+    std::cerr << "testbed local: emulated cluster " << fabric->tag() << ": " << servers + workers
+              << " nodes on " << fabric->address_of(0) << "/24, each link "
+              << (spec.link_rate().empty() ? "unlimited" : spec.link_rate() + " each way")
+              << std::endl;
+  }
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
+      LocalCluster::Start({workers, servers, "", log_dir, fabric.get()});
+  if (!cluster.ok()) {
+    std::cerr << "error: " << cluster.status().message() << "\n";
+    return 1;
+  }
+  LocalCluster& c = **cluster;
+  std::cerr << "testbed local: testbed-server pids " << absl::StrJoin(c.server_pids(), " ")
+            << " (coordinator on " << c.coordinator() << "); testbed-worker pids "
+            << absl::StrJoin(c.worker_pids(), " ") << "; logs in " << log_dir << std::endl;
+
+  // A daemon that dies on its own: give the coordinator time to name the lost
+  // rank, then stop waiting for it.
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    std::chrono::steady_clock::time_point first_exit{};
+    while (!finished) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (c.UnexpectedExits().empty()) continue;
+      if (first_exit == std::chrono::steady_clock::time_point{}) {
+        first_exit = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - first_exit > std::chrono::seconds(15)) {
+        interrupter.CancelCurrent();
+        return;
+      }
+    }
+  });
+  const absl::Status status =
+      SubmitAndRecord(options.experiment, spec, c.coordinator(), credentials,
+                      /*wait_for_workers_s=*/30, deployment, interrupter, sink);
+  int code = ExitCode(status, interrupter);
+  finished = true;
+  watchdog.join();
+  if (code == 1) {
+    // The workers of a failed experiment exit on their own, naming the lost
+    // rank in their logs; let them, so their exit is reported, not our kill.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (c.UnexpectedExits().size() < c.worker_pids().size() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  const std::vector<std::string> exits = c.UnexpectedExits();
+  c.Stop();
+  cluster->reset();  // every daemon is gone before its namespace goes
+  if (fabric) fabric->Destroy();
+  for (const std::string& exit : exits) std::cerr << "testbed local: " << exit << "\n";
+  if (code != 0 && !exits.empty() && code != kInterrupted) code = 1;
+  return code;
+}
+
+}  // namespace
+
 int RunLocal(const LocalOptions& options, const CLI::App& command) {
   absl::StatusOr<proto::ExperimentSpec> spec = BuildSpec(options.experiment, command);
   if (!spec.ok()) {
     std::cerr << "error: " << spec.status().message() << "\n";
     return 2;
   }
-  // Loopback means loopback: without this UCX may pick any local interface
-  // (a container bridge, say), which makes runs hard to compare.
-  setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
+  if (spec->network() == "netns") {
+    // Each node has one device besides lo, and shared memory between the
+    // namespaces would bypass the links being measured: TCP over eth0 only.
+    for (const auto& [name, value] :
+         {std::pair{"UCX_TLS", "tcp"}, std::pair{"UCX_NET_DEVICES", NetnsFabric::kNodeDevice}}) {
+      if (const char* set = std::getenv(name); set != nullptr && std::string(set) != value) {
+        std::cerr << "testbed local: --network netns sets " << name << "=" << value
+                  << " (was " << set << ")\n";
+      }
+      setenv(name, value, /*overwrite=*/1);
+    }
+  } else {
+    // Loopback means loopback: without this UCX may pick any local interface
+    // (a container bridge, say), which makes runs hard to compare.
+    setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
+  }
+  if (!options.experiment.out.empty()) {
+    std::ofstream probe(options.experiment.out, std::ios::app);
+    if (!probe) {
+      std::cerr << "error: cannot write " << options.experiment.out << "\n";
+      return 2;
+    }
+  }
   // One job per run: the daemons inherit these, and nothing else can join.
   const Credentials credentials{absl::StrCat("local-", getpid()), RandomHex(16)};
   setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
@@ -139,62 +326,29 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     fs::create_directories(log_dir);
   }
 
-  std::atomic<bool> interrupted{false};
-  grpc::ClientContext context;
-  SignalWaiter waiter([&](int) {
-    interrupted = true;
-    context.TryCancel();
-  });
-
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
-      LocalCluster::Start({static_cast<int>(spec->workers()),
-                           UsesParameterServer(*spec) ? static_cast<int>(spec->servers()) : 1, "",
-                           log_dir});
-  if (!cluster.ok()) {
-    std::cerr << "error: " << cluster.status().message() << "\n";
-    return 1;
+  Interrupter interrupter;
+  SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
+  RowSink sink(options.experiment);
+  int code = 0;
+  const std::vector<int> counts = WorkerCounts(*spec);
+  for (int n : counts) {
+    proto::ExperimentSpec one = *spec;
+    one.set_workers(n);
+    one.clear_worker_counts();
+    if (counts.size() > 1) std::cerr << "testbed local: N = " << n << std::endl;
+    code = RunOneCluster(options, one, credentials, log_dir, interrupter, sink);
+    if (code != 0) break;
   }
-  LocalCluster& c = **cluster;
-  std::cerr << "testbed local: testbed-server pids " << absl::StrJoin(c.server_pids(), " ")
-            << " (coordinator on " << c.coordinator() << "); testbed-worker pids " << absl::StrJoin(c.worker_pids(), " ") << "; logs in "
-            << log_dir << std::endl;
-
-  // A daemon that dies on its own: give the coordinator time to name the lost
-  // rank, then stop waiting for it.
-  std::atomic<bool> finished{false};
-  std::thread watchdog([&] {
-    std::chrono::steady_clock::time_point first_exit{};
-    while (!finished) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (c.UnexpectedExits().empty()) continue;
-      if (first_exit == std::chrono::steady_clock::time_point{}) {
-        first_exit = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - first_exit > std::chrono::seconds(15)) {
-        context.TryCancel();
-        return;
-      }
-    }
-  });
-
-  int code = SubmitAndReport(options.experiment, *spec, c.coordinator(), credentials,
-                             /*wait_for_workers_s=*/30, absl::StrCat("local, ", spec->workers(),
-                                                                    " workers on loopback"),
-                             context, interrupted);
-  finished = true;
-  watchdog.join();
-  if (code == 1) {
-    // The workers of a failed experiment exit on their own, naming the lost
-    // rank in their logs; let them, so their exit is reported, not our kill.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (c.UnexpectedExits().size() < c.worker_pids().size() &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  sink.PrintTable();
+  if (code == 0 && !options.experiment.out.empty()) {
+    std::cerr << "results appended to " << options.experiment.out << "\n";
+    const std::string markdown = CourseTablePathFor(options.experiment.out);
+    if (absl::Status st = WriteCourseTable(options.experiment.out, markdown); st.ok()) {
+      std::cerr << "course table (every run in that file) written to " << markdown << "\n";
+    } else {
+      std::cerr << "warning: no course table: " << st.message() << "\n";
     }
   }
-  const std::vector<std::string> exits = c.UnexpectedExits();
-  c.Stop();
-  for (const std::string& exit : exits) std::cerr << "testbed local: " << exit << "\n";
-  if (code != 0 && !exits.empty() && code != kInterrupted) code = 1;
   if (code == 0 && own_logs && !options.keep_logs) {
     fs::remove_all(log_dir);
   } else if (code != 0) {
@@ -209,20 +363,40 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
     std::cerr << "error: " << spec.status().message() << "\n";
     return 2;
   }
+  if (spec->worker_counts_size() > 1) {
+    std::cerr << "error: a sweep over N (" << spec->worker_counts_size()
+              << " worker counts) needs testbed local; running daemons are one N\n";
+    return 2;
+  }
+  if (spec->network() != "loopback") {
+    std::cerr << "error: --network places the daemons of testbed local; testbed run uses the "
+                 "daemons already running\n";
+    return 2;
+  }
   absl::StatusOr<Credentials> credentials = CredentialsFromEnvironment();
   if (!credentials.ok()) {
     std::cerr << "error: " << credentials.status().message() << "\n";
     return 2;
   }
-  std::atomic<bool> interrupted{false};
-  grpc::ClientContext context;
-  SignalWaiter waiter([&](int) {
-    interrupted = true;
-    context.TryCancel();
-  });
-  return SubmitAndReport(options.experiment, *spec, options.coordinator, *credentials,
-                         options.wait_for_workers_s,
-                         absl::StrCat("daemons at ", options.coordinator), context, interrupted);
+  if (!options.experiment.out.empty()) {
+    std::ofstream probe(options.experiment.out, std::ios::app);
+    if (!probe) {
+      std::cerr << "error: cannot write " << options.experiment.out << "\n";
+      return 2;
+    }
+  }
+  Interrupter interrupter;
+  SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
+  RowSink sink(options.experiment);
+  const absl::Status status = SubmitAndRecord(
+      options.experiment, *spec, options.coordinator, *credentials, options.wait_for_workers_s,
+      absl::StrCat("daemons at ", options.coordinator), interrupter, sink);
+  sink.PrintTable();
+  const int code = ExitCode(status, interrupter);
+  if (code == 0 && !options.experiment.out.empty()) {
+    std::cerr << "results appended to " << options.experiment.out << "\n";
+  }
+  return code;
 }
 
 }  // namespace testbed

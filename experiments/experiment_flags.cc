@@ -11,6 +11,7 @@
 #include "allreduce/collective.h"
 #include "experiments/byte_size.h"
 #include "experiments/cli_common.h"
+#include "experiments/link_units.h"
 #include "proto/spec.h"
 
 namespace testbed {
@@ -40,7 +41,9 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                  "flags given as well override its fields")
       ->check(CLI::ExistingFile);
   cmd.add_option("--name", f.name, "A name recorded with the results");
-  cmd.add_option("-n,--workers", f.workers, "Number of workers N")
+  cmd.add_option("-n,--workers", f.workers,
+                 "Number of workers N; a list (2,4,8) sweeps over N, one cluster each")
+      ->delimiter(',')
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd.add_option("-a,--algorithms", f.algorithms,
@@ -83,6 +86,58 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("-f,--format", f.format, "Rows on stdout: table, csv or json")
       ->check(FormatValidator())
       ->capture_default_str();
+  cmd.add_option("--network", f.network,
+                 "Where testbed local puts the daemons: loopback (one host, all on lo), or "
+                 "netns (root: each daemon in its own network namespace behind its own link, "
+                 "an emulated cluster)")
+      ->check(CLI::IsMember({"loopback", "netns"}))
+      ->capture_default_str();
+  cmd.add_option("--link-rate", f.link_rate,
+                 "netns: each node's link rate, both directions, enforced by tc tbf (100mbit, "
+                 "1gbit, 10gbit); also the cost model's beta for model_time_us")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            auto rate = ParseLinkRate(text);
+            return rate.ok() ? "" : std::string(rate.status().message());
+          },
+          "RATE"));
+  cmd.add_option("--alpha", f.alpha,
+                 "The cost model's latency per round, for model_time_us (shown with "
+                 "--link-rate)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            auto alpha = ParseDuration(text);
+            return alpha.ok() ? "" : std::string(alpha.status().message());
+          },
+          "DURATION"))
+      ->capture_default_str();
+}
+
+std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec) {
+  if (spec.worker_counts().empty()) return {static_cast<int>(spec.workers())};
+  return std::vector<int>(spec.worker_counts().begin(), spec.worker_counts().end());
+}
+
+absl::Status ValidatePlacement(const proto::ExperimentSpec& spec) {
+  const auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("bad experiment: ", parts...));
+  };
+  if (spec.network() != "loopback" && spec.network() != "netns") {
+    return bad("unknown network '", spec.network(), "' (loopback or netns)");
+  }
+  if (!spec.link_rate().empty()) {
+    if (spec.network() != "netns") {
+      return bad("a link rate needs the netns network (loopback has no links to limit)");
+    }
+    if (auto rate = ParseLinkRate(spec.link_rate()); !rate.ok()) return bad(rate.status().message());
+  }
+  if (auto alpha = ParseDuration(spec.model_alpha()); !alpha.ok()) {
+    return bad(alpha.status().message());
+  }
+  for (std::uint32_t n : spec.worker_counts()) {
+    if (n < 1 || n > 1024) return bad("worker counts must be 1..1024, not ", n);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text) {
@@ -157,7 +212,14 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   // the flags the user typed override it.
   const auto given = [&](const char* flag) { return !from_file || cmd.count(flag) > 0; };
   if (given("--name") && !f.name.empty()) spec.set_name(f.name);
-  if (given("--workers")) spec.set_workers(f.workers);
+  if (given("--workers")) {
+    spec.set_workers(f.workers.front());
+    spec.clear_worker_counts();
+    if (f.workers.size() > 1) {
+      for (int n : f.workers) spec.add_worker_counts(n);
+    }
+  }
+  if (!spec.worker_counts().empty()) spec.set_workers(spec.worker_counts(0));
   if (given("--algorithms")) {
     spec.clear_algorithms();
     for (const std::string& a : f.algorithms) spec.add_algorithms(a);
@@ -175,8 +237,14 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--op")) spec.set_op(f.op);
   if (cmd.count("--no-check") > 0) spec.set_skip_check(true);
   if (given("--timeout")) spec.set_timeout_s(f.timeout_s);
+  if (given("--network")) spec.set_network(f.network);
+  if (given("--link-rate")) spec.set_link_rate(f.link_rate);
+  if (given("--alpha")) spec.set_model_alpha(f.alpha);
+  if (spec.network().empty()) spec.set_network("loopback");
+  if (spec.model_alpha().empty()) spec.set_model_alpha("50us");
   ApplyDefaults(spec);
   if (absl::Status st = ValidateSpec(spec); !st.ok()) return st;
+  if (absl::Status st = ValidatePlacement(spec); !st.ok()) return st;
   return spec;
 }
 

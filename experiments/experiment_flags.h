@@ -18,7 +18,7 @@ namespace testbed {
 struct ExperimentFlags {
   std::string spec_file;  // a textproto; the flags below then only override what is given
   std::string name;
-  int workers = 4;
+  std::vector<int> workers = {4};  // several: a sweep over N (testbed local)
   int servers = 1;
   std::vector<std::string> algorithms = {"naive", "ring", "tree", "butterfly", "ps"};
   std::string sizes = "4KiB:16MiB";
@@ -30,6 +30,10 @@ struct ExperimentFlags {
   int timeout_s = 60;
   std::string out;  // JSON lines file
   std::string format = "table";
+  // Placement (testbed local) and the cost model's prediction per row.
+  std::string network = "loopback";  // or "netns"
+  std::string link_rate;             // netns: each node's link, e.g. "1gbit"
+  std::string alpha = "50us";        // the model's latency per round
 };
 
 // Registers the flags on `command`.
@@ -41,6 +45,13 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& flags,
 
 // "4KiB:64MiB", "8:16MiB:x2", "4096,1MiB": sizes in bytes, ascending.
 absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text);
+
+// The network fields of a spec: a known mode, a rate only for netns, a
+// parsable rate and alpha.
+absl::Status ValidatePlacement(const proto::ExperimentSpec& spec);
+
+// The worker counts a spec sweeps over: worker_counts, else {workers}.
+std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec);
 
 // A textproto ExperimentSpec; errors give the file, line and column.
 absl::StatusOr<proto::ExperimentSpec> ReadSpecFile(const std::string& path);

@@ -216,6 +216,13 @@ absl::StatusOr<std::vector<MeasuredRow>> ReadMeasuredRows(std::istream& in) {
     if (const double* s = GetNumber(*object, "servers"); s != nullptr && *s >= 1) {
       row.servers = static_cast<int>(*s);
     }
+    for (const auto& [field, slot] :
+         {std::pair{"payload_bytes_total", &row.payload_bytes_total},
+          std::pair{"theory_bytes_total", &row.theory_bytes_total},
+          std::pair{"wire_bytes_sent_total", &row.wire_bytes_sent_total},
+          std::pair{"model_time_us", &row.model_time_us}, std::pair{"rounds", &row.rounds}}) {
+      if (const double* value = GetNumber(*object, field)) *slot = *value;
+    }
     rows.push_back(std::move(row));
   }
   return rows;

@@ -7,6 +7,7 @@
 
 #include <istream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -34,6 +35,9 @@ struct MeasuredRow {
   std::int64_t bytes = 0;
   int servers = 1;
   double time_us_avg = 0;
+  // Read where present (the course table shows them; the fit needs none).
+  std::optional<double> payload_bytes_total, theory_bytes_total, wire_bytes_sent_total,
+      model_time_us, rounds;
 };
 
 // Result records of a results file; other records and blank lines are skipped.

@@ -64,7 +64,7 @@ absl::Status LocalCluster::Spawn(const std::string& name, const std::vector<std:
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    execv(args[0], args.data());
+    execvp(args[0], args.data());
     dprintf(STDERR_FILENO, "cannot run %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
@@ -97,11 +97,25 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                                               " (build it, or set TESTBED_BIN_DIR)"));
     }
   }
+  if (options.fabric != nullptr &&
+      options.fabric->nodes() < options.servers + options.workers) {
+    return absl::InvalidArgumentError("the emulated cluster has too few nodes");
+  }
+  // Where daemon `node` runs and listens: loopback, or its own namespace.
+  const auto placed = [&](int node, std::vector<std::string> argv) {
+    if (options.fabric == nullptr) return argv;
+    std::vector<std::string> full = options.fabric->ExecPrefix(node);
+    full.insert(full.end(), argv.begin(), argv.end());
+    return full;
+  };
+  const auto host_of = [&](int node) -> std::string {
+    return options.fabric == nullptr ? "127.0.0.1" : options.fabric->address_of(node);
+  };
   const std::string port_file = (fs::path(options.log_dir) / "server.port").string();
   fs::remove(port_file);
   if (absl::Status st = cluster->Spawn(
           "testbed-server",
-          {server, "--listen", "127.0.0.1:0", "--port-file", port_file},
+          placed(0, {server, "--listen", host_of(0) + ":0", "--port-file", port_file}),
           (fs::path(options.log_dir) / "server.log").string());
       !st.ok()) {
     return st;
@@ -125,13 +139,13 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  cluster->coordinator_ = absl::StrCat("127.0.0.1:", port);
+  cluster->coordinator_ = absl::StrCat(host_of(0), ":", port);
   cluster->servers_ = options.servers;
   for (int s = 1; s < options.servers; ++s) {
     if (absl::Status st = cluster->Spawn(
             absl::StrCat("testbed-server ", s),
-            {server, "--listen", "127.0.0.1:0", "--join", cluster->coordinator_, "--join-timeout",
-             "30"},
+            placed(s, {server, "--listen", host_of(s) + ":0", "--join", cluster->coordinator_,
+                       "--join-timeout", "30"}),
             (fs::path(options.log_dir) / absl::StrCat("server-", s, ".log")).string());
         !st.ok()) {
       return st;
@@ -140,7 +154,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   for (int i = 0; i < options.workers; ++i) {
     if (absl::Status st = cluster->Spawn(
             absl::StrCat("testbed-worker ", i),
-            {worker, "--coordinator", cluster->coordinator_, "--connect-timeout", "30"},
+            placed(options.servers + i,
+                   {worker, "--coordinator", cluster->coordinator_, "--connect-timeout", "30"}),
             (fs::path(options.log_dir) / absl::StrCat("worker-", i, ".log")).string());
         !st.ok()) {
       return st;

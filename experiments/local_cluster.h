@@ -1,6 +1,7 @@
-// `testbed local`'s deployment: one testbed-server and N testbed-worker
-// daemons started as child processes on loopback - the same daemons a compose
-// deployment runs, without containers.
+// `testbed local`'s deployment: S testbed-server and N testbed-worker daemons
+// started as child processes - the same daemons a compose deployment runs,
+// without containers - either all on loopback, or each in its own node of an
+// emulated cluster (NetnsFabric: servers are nodes 0..S-1, workers S..S+N-1).
 //
 // Every process it starts it ends, by PID: in Stop(), in the destructor, and -
 // through PR_SET_PDEATHSIG - even when the harness itself is killed.
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "experiments/netns_fabric.h"
 
 namespace testbed {
 
@@ -27,6 +29,7 @@ struct LocalClusterOptions {
   int servers = 1;      // the first is the coordinator; the others join it as shards
   std::string bin_dir;  // where testbed-server and testbed-worker are
   std::string log_dir;  // one log file per daemon
+  const NetnsFabric* fabric = nullptr;  // null: loopback; else its nodes (servers + workers)
   // Environment for the daemons (job id, token, UCX_TLS...) is inherited.
 };
 
@@ -35,7 +38,7 @@ class LocalCluster {
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
   ~LocalCluster();
 
-  const std::string& coordinator() const { return coordinator_; }  // 127.0.0.1:PORT
+  const std::string& coordinator() const { return coordinator_; }  // HOST:PORT
   pid_t server_pid() const { return children_[0].pid; }
   std::vector<pid_t> worker_pids() const;
   std::vector<pid_t> server_pids() const;  // the coordinator first

@@ -18,16 +18,20 @@ std::vector<std::string> ResultColumns() {
           "time_us_min", "time_us_max", "algbw_gbps", "busbw_gbps",          "payload_bytes_total",
           "theory_bytes_total", "max_rank_bytes", "rounds", "wrong", "dtype", "transport",
           "servers", "shard_payload_bytes", "shard_theory_bytes", "wire_bytes_sent_total",
-          "wire_bytes_received_total", "wire_bytes_sent", "wire_bytes_received"};
+          "wire_bytes_received_total", "wire_bytes_sent", "wire_bytes_received",
+          "model_time_us"};
 }
 
-std::vector<std::string> TableColumns(bool any_ps, bool any_wire) {
-  std::vector<std::string> columns = {
-      "algorithm",   "workers",    "bytes",      "time_us_avg",         "time_us_min",
-      "time_us_max", "algbw_gbps", "busbw_gbps", "payload_bytes_total", "theory_bytes_total",
-      "wrong"};
+std::vector<std::string> TableColumns(bool any_ps, bool any_wire, bool any_model) {
+  std::vector<std::string> columns = {"algorithm", "workers", "bytes", "time_us_avg"};
+  if (any_model) columns.push_back("model_time_us");
+  columns.insert(columns.end(), {"time_us_min", "time_us_max", "algbw_gbps", "busbw_gbps",
+                                 "payload_bytes_total"});
+  // What the network carried, between what the algorithm moved and the theory.
+  // (ps: the workers' interfaces send the pushes and receive the pulls.)
+  if (any_wire) columns.insert(columns.end(), {"wire_bytes_sent_total", "wire_bytes_received_total"});
+  columns.insert(columns.end(), {"theory_bytes_total", "wrong"});
   if (any_ps) columns.insert(columns.end(), {"servers", "shard_payload_bytes"});
-  if (any_wire) columns.push_back("wire_bytes_sent_total");
   columns.push_back("transport");
   return columns;
 }
@@ -55,7 +59,8 @@ std::vector<Cell> ResultCells(const proto::ResultRow& r) {
           static_cast<std::int64_t>(r.wire_bytes_sent_total()),
           static_cast<std::int64_t>(r.wire_bytes_received_total()),
           std::vector<std::int64_t>(r.wire_bytes_sent().begin(), r.wire_bytes_sent().end()),
-          std::vector<std::int64_t>(r.wire_bytes_received().begin(), r.wire_bytes_received().end())};
+          std::vector<std::int64_t>(r.wire_bytes_received().begin(), r.wire_bytes_received().end()),
+          r.has_model_time_us() ? Cell(r.model_time_us()) : Cell(std::string())};
 }
 
 absl::Status ResultsFile::Open(const std::string& path, const proto::ExperimentSpec& spec,

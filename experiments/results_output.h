@@ -15,8 +15,8 @@ namespace testbed {
 
 std::vector<std::string> ResultColumns();
 // The columns a terminal table shows (CSV and JSON carry all of them); the
-// parameter server's and the wire columns only when some row has them.
-std::vector<std::string> TableColumns(bool any_ps, bool any_wire);
+// parameter server's, the wire and the model columns only when some row has them.
+std::vector<std::string> TableColumns(bool any_ps, bool any_wire, bool any_model);
 std::vector<Cell> ResultCells(const proto::ResultRow& row);
 
 // Appends to a JSON-lines file: Open() writes the experiment record, Append()

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "experiments/course_table.h"
 #include "experiments/experiment_commands.h"
 #include "experiments/fit_command.h"
 #include "experiments/model_command.h"
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   CLI::App* model_cmd = testbed::AddModelCommand(app, model);
   testbed::FitOptions fit;
   CLI::App* fit_cmd = testbed::AddFitCommand(app, fit);
+  testbed::ReportOptions report;
+  CLI::App* report_cmd = testbed::AddReportCommand(app, report);
 
   testbed::LocalOptions local;
   CLI::App* local_cmd = testbed::AddLocalCommand(app, local);
@@ -38,5 +41,6 @@ int main(int argc, char** argv) {
   if (traffic_cmd->parsed()) return testbed::RunTraffic(traffic, std::cout, std::cerr);
   if (model_cmd->parsed()) return testbed::RunModel(model, std::cout, std::cerr);
   if (fit_cmd->parsed()) return testbed::RunFit(fit, std::cout, std::cerr);
+  if (report_cmd->parsed()) return testbed::RunReport(report, std::cout, std::cerr);
   return 2;
 }

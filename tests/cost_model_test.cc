@@ -210,8 +210,15 @@ TEST(FitCommandTest, RecoversTheModelsParametersPerGroup) {
 }
 
 TEST(FitCommandTest, SaysWhenAGroupHasOneSize) {
-  std::vector<MeasuredRow> rows = {{"ring", "tcp", "float32", 4, 4096, 1, 100},
-                                   {"ring", "tcp", "float32", 4, 4096, 1, 110}};
+  MeasuredRow row;
+  row.algorithm = "ring";
+  row.transport = "tcp";
+  row.dtype = "float32";
+  row.workers = 4;
+  row.bytes = 4096;
+  row.time_us_avg = 100;
+  std::vector<MeasuredRow> rows = {row, row};
+  rows[1].time_us_avg = 110;
   std::ostringstream out, err;
   EXPECT_NE(RunFit(rows, "table", out, err), 0);
   EXPECT_NE(err.str().find("ring (tcp): needs at least 2 distinct sizes"), std::string::npos)

@@ -79,7 +79,11 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_rank(rank);
       result.set_algorithm(name);
       result.set_bytes(bytes);
-      result.set_transport(ps ? "grpc" : env.transport_label);
+      // ps over its own interface names it, so fits and plots tell an
+      // emulated cluster's links from loopback, as the UCX label does.
+      result.set_transport(ps ? (env.net_device.empty() ? std::string("grpc")
+                                                        : "grpc:tcp/" + env.net_device)
+                              : env.transport_label);
       const std::uint32_t total = spec.warmup() + spec.iterations();
       std::optional<InterfaceBytes> wire_before, wire_after;
       // Payload of the last iteration, read before any barrier adds its own.

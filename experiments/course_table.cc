@@ -1,0 +1,231 @@
+#include "experiments/course_table.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "allreduce/collective.h"
+#include "allreduce/cost_model.h"
+#include "allreduce/data_type.h"
+#include "experiments/byte_size.h"
+
+namespace testbed {
+namespace {
+
+// 100663296 -> "96.0 MiB": readable at a glance, three significant digits.
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (std::fabs(bytes) >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+  return text;
+}
+
+std::string Microseconds(double us) {
+  char text[32];
+  if (us >= 1e6) {
+    std::snprintf(text, sizeof text, "%.2f s", us / 1e6);
+  } else if (us >= 1e3) {
+    std::snprintf(text, sizeof text, "%.1f ms", us / 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%.0f µs", us);
+  }
+  return text;
+}
+
+std::string Ratio(double measured, double predicted) {
+  if (predicted <= 0) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, " (%.2f×)", measured / predicted);
+  return text;
+}
+
+const std::vector<std::string>& AlgorithmOrder() {
+  static const std::vector<std::string> order = {"ps", "naive", "ring", "tree", "butterfly"};
+  return order;
+}
+
+int OrderOf(const std::string& algorithm) {
+  const auto& order = AlgorithmOrder();
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i] == algorithm) return static_cast<int>(i);
+  }
+  return static_cast<int>(order.size());
+}
+
+std::int64_t ElementBytes(const MeasuredRow& row) {
+  const auto type = ParseDataType(row.dtype);
+  return type ? static_cast<std::int64_t>(ElementSize(*type)) : 4;
+}
+
+}  // namespace
+
+std::string BottleneckDescription(const std::string& algorithm) {
+  if (algorithm == "ps") return "the server's link: N·M/S in, then N·M/S out";
+  if (algorithm == "naive") return "every link: (N−1)·M out and (N−1)·M in";
+  if (algorithm == "ring") return "every link: 2(N−1)/N·M each way";
+  if (algorithm == "tree") return "an inner node's link: M per round, 2⌈log2 N⌉ rounds";
+  if (algorithm == "butterfly") return "every link: M per round, log2 N rounds (+2 if N≠2^k)";
+  return "";
+}
+
+absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ostream& out) {
+  // The latest measurement of each (N, M, algorithm, transport), in order.
+  using Key = std::tuple<int, std::int64_t, int, std::string, std::string>;
+  std::map<Key, MeasuredRow> rows;
+  for (const MeasuredRow& row : all_rows) {
+    rows[{row.workers, row.bytes, OrderOf(row.algorithm), row.algorithm, row.transport}] = row;
+  }
+  if (rows.empty()) return absl::NotFoundError("no result records");
+
+  // The model fitted per (algorithm, transport) over every N and M of the file.
+  std::map<std::pair<std::string, std::string>, std::vector<FitPoint>> points;
+  for (const auto& [key, row] : rows) {
+    const auto e = EstimateAlgorithm(row.algorithm, row.workers, row.servers, row.bytes,
+                                     ElementBytes(row), LinkModel{});
+    if (e.ok()) {
+      points[{row.algorithm, row.transport}].push_back(
+          FitPoint{e->rounds, e->bottleneck_bytes, row.time_us_avg * 1e-6});
+    }
+  }
+  std::map<std::pair<std::string, std::string>, AlphaBetaFit> fits;
+  for (const auto& [group, group_points] : points) {
+    if (auto fit = FitAlphaBeta(group_points); fit.ok()) fits[group] = *fit;
+  }
+
+  out << "# Traffic and time per algorithm\n\n"
+      << "Traffic: payload bytes all ranks sent in one collective, measured / the closed form. "
+         "Wire: what the ranks' own interfaces sent (headers and acknowledgements included; "
+         "only where each rank has its own interface). Time per collective, the slowest "
+         "rank's: measured, then the alpha-beta model with the run's link rate "
+         "(`model_time_us`) and the same model fitted to this file (`testbed fit`); "
+         "in brackets measured / predicted.\n";
+  std::pair<int, std::int64_t> section{-1, -1};
+  for (const auto& [key, row] : rows) {
+    if (section != std::pair{row.workers, row.bytes}) {
+      section = {row.workers, row.bytes};
+      out << "\n## N = " << row.workers << ", M = " << FormatByteSize(row.bytes) << "\n\n"
+          << "| algorithm | transport | traffic (measured / formula) | wire | rounds | time "
+             "measured | predicted (link) | predicted (fitted) | bottleneck link |\n"
+          << "|---|---|---|---|---:|---:|---:|---:|---|\n";
+    }
+    const auto e = EstimateAlgorithm(row.algorithm, row.workers, row.servers, row.bytes,
+                                     ElementBytes(row), LinkModel{});
+    std::string traffic = row.payload_bytes_total ? HumanBytes(*row.payload_bytes_total) : "?";
+    if (row.theory_bytes_total) absl::StrAppend(&traffic, " / ", HumanBytes(*row.theory_bytes_total));
+    const std::string wire = row.wire_bytes_sent_total && *row.wire_bytes_sent_total > 0
+                                 ? HumanBytes(*row.wire_bytes_sent_total)
+                                 : "–";
+    const int rounds = row.rounds ? static_cast<int>(*row.rounds) : (e.ok() ? e->rounds : 0);
+    std::string linked = "–", fitted = "–";
+    if (row.model_time_us && *row.model_time_us > 0) {
+      linked = Microseconds(*row.model_time_us) + Ratio(row.time_us_avg, *row.model_time_us);
+    }
+    if (auto fit = fits.find({row.algorithm, row.transport}); fit != fits.end() && e.ok()) {
+      const double predicted_us =
+          ModelTime(fit->second.link, e->rounds, e->bottleneck_bytes) * 1e6;
+      fitted = Microseconds(predicted_us) + Ratio(row.time_us_avg, predicted_us);
+    }
+    std::string bottleneck = BottleneckDescription(row.algorithm);
+    if (e.ok()) absl::StrAppend(&bottleneck, " = ", HumanBytes(e->bottleneck_bytes));
+    if (row.algorithm == "ps") absl::StrAppend(&bottleneck, " (S = ", row.servers, ")");
+    out << "| " << row.algorithm << " | " << (row.transport.empty() ? "–" : row.transport)
+        << " | " << traffic << " | " << wire << " | " << rounds << " | "
+        << Microseconds(row.time_us_avg) << " | " << linked << " | " << fitted << " | "
+        << bottleneck << " |\n";
+  }
+  if (!fits.empty()) {
+    out << "\n## The fitted model\n\n"
+        << "time = alpha · rounds + beta · (the busiest link's bytes, summed over rounds)\n\n"
+        << "| algorithm | transport | points | alpha | link rate 8/beta | R² | worst residual |\n"
+        << "|---|---|---:|---:|---:|---:|---:|\n";
+    for (const auto& [group, fit] : fits) {
+      char rate[32] = "–";
+      if (fit.link.beta_s_per_byte > 0) {
+        std::snprintf(rate, sizeof rate, "%.3f Gbit/s", 8.0 / fit.link.beta_s_per_byte / 1e9);
+      }
+      char r2[16], worst[16];
+      std::snprintf(r2, sizeof r2, "%.4f", fit.r_squared);
+      std::snprintf(worst, sizeof worst, "%.0f%%", fit.worst_relative_residual * 100);
+      out << "| " << group.first << " | " << (group.second.empty() ? "–" : group.second) << " | "
+          << fit.points << " | " << Microseconds(fit.link.alpha_s * 1e6) << " | " << rate << " | "
+          << r2 << " | " << worst << " |\n";
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string CourseTablePathFor(const std::string& results_path) {
+  for (const std::string_view extension : {".jsonl", ".json"}) {
+    if (results_path.size() > extension.size() &&
+        results_path.compare(results_path.size() - extension.size(), extension.size(),
+                             extension) == 0) {
+      return results_path.substr(0, results_path.size() - extension.size()) + ".md";
+    }
+  }
+  return results_path + ".md";
+}
+
+absl::Status WriteCourseTable(const std::string& results_path, const std::string& markdown_path) {
+  std::ifstream in(results_path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", results_path));
+  absl::StatusOr<std::vector<MeasuredRow>> rows = ReadMeasuredRows(in);
+  if (!rows.ok()) return rows.status();
+  std::ofstream out(markdown_path, std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", markdown_path));
+  return PrintCourseTable(*rows, out);
+}
+
+CLI::App* AddReportCommand(CLI::App& app, ReportOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "The course notes' table from results files, in Markdown: per N and size, each "
+      "algorithm's traffic (measured / formula, and on the wire), rounds, time (measured, "
+      "predicted by the link model, predicted by the model fitted to the files) and its "
+      "bottleneck link.");
+  cmd->add_option("files", options.files, "Results files written by 'testbed local --out'")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", options.out, "Write the Markdown here instead of stdout");
+  cmd->footer("Example: testbed report results.jsonl --out results.md");
+  return cmd;
+}
+
+int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
+  std::vector<MeasuredRow> rows;
+  for (const std::string& file : options.files) {
+    std::ifstream in(file);
+    if (!in) {
+      err << "error: cannot open " << file << "\n";
+      return 2;
+    }
+    auto read = ReadMeasuredRows(in);
+    if (!read.ok()) {
+      err << "error: " << file << ": " << read.status().message() << "\n";
+      return 2;
+    }
+    rows.insert(rows.end(), read->begin(), read->end());
+  }
+  std::ofstream file;
+  if (!options.out.empty()) {
+    file.open(options.out, std::ios::trunc);
+    if (!file) {
+      err << "error: cannot write " << options.out << "\n";
+      return 2;
+    }
+  }
+  if (absl::Status st = PrintCourseTable(rows, options.out.empty() ? out : file); !st.ok()) {
+    err << "error: " << st.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace testbed

@@ -1,0 +1,94 @@
+// An emulated cluster on one machine: every node (a server or worker daemon)
+// in its own network namespace, behind its own veth link to one bridge, each
+// link limited to a rate in both directions by tc's token bucket (tbf). The
+// collective's traffic then crosses real links of known bandwidth - the regime
+// the cost model speaks of - instead of one loopback device that every rank
+// shares.
+//
+//   root namespace            hub namespace (tb<pid>-hub)        node namespaces
+//   tb<pid>h 10.213.K.254 ---- harness --+                        (tb<pid>-n<i>)
+//                                        br0 --- n<i> (tbf: in) ===== eth0 (tbf: out)
+//                                                                      10.213.K.<i+1>
+//
+// The bridge lives in its own namespace, so the host's firewall and bridge
+// netfilter never see the traffic; the root namespace gets only the harness's
+// unlimited control link, through which `testbed local` reaches the
+// coordinator. Names carry the owner's PID: a set whose owner is gone (a run
+// killed with SIGKILL) is removed by CleanStaleNetnsSets, which Create calls.
+//
+// Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2's `ip` and `tc`.
+//
+// Thread-safety: one thread creates and destroys a fabric.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace testbed {
+
+struct NetnsFabricOptions {
+  int nodes = 1;
+  double link_rate_bps = 0;  // each node's link, each direction; 0 = unlimited
+  std::string owner_tag;     // default "tb<pid>": names the set; tests use their own
+};
+
+class NetnsFabric {
+ public:
+  // Removes stale sets, then builds namespaces, links, bridge and limits.
+  // On failure, what was built is removed again.
+  static absl::StatusOr<std::unique_ptr<NetnsFabric>> Create(const NetnsFabricOptions& options);
+  ~NetnsFabric();  // Destroy()
+
+  NetnsFabric(const NetnsFabric&) = delete;
+  NetnsFabric& operator=(const NetnsFabric&) = delete;
+
+  int nodes() const { return nodes_; }
+  const std::string& namespace_of(int node) const { return node_namespaces_[node]; }
+  const std::string& address_of(int node) const { return node_addresses_[node]; }
+  const std::string& harness_address() const { return harness_address_; }
+  const std::string& hub_namespace() const { return hub_; }
+  const std::string& tag() const { return tag_; }
+  // The device a node's daemon sends through, the same name in every node.
+  static constexpr const char* kNodeDevice = "eth0";
+
+  // The argv prefix that runs a program inside node's namespace, with /sys
+  // remounted there so the node's own interface counters are what it reads.
+  std::vector<std::string> ExecPrefix(int node) const;
+
+  // Deletes the namespaces (their links go with them) and the harness link.
+  // Idempotent; errors are ignored (whatever is left is stale for the next run).
+  void Destroy();
+
+ private:
+  NetnsFabric() = default;
+  absl::Status Build(const NetnsFabricOptions& options);
+
+  int nodes_ = 0;
+  std::string tag_;
+  std::string hub_;
+  std::string harness_link_;
+  std::string harness_address_;
+  std::vector<std::string> node_namespaces_;
+  std::vector<std::string> node_addresses_;
+  bool destroyed_ = false;
+};
+
+// Sets named tb<PID>-... whose PID is no longer a running process: their
+// namespaces and harness links are deleted. Reports each removal on `log`.
+// Returns how many sets were removed.
+int CleanStaleNetnsSets(std::ostream& log);
+
+// tbf's token bucket for a rate: large enough to pass a 64 KiB segmentation-
+// offload packet whole (or tbf would split or drop it), small enough that a
+// burst skews a transfer of a few MiB by well under 1%.
+std::int64_t TbfBurstBytes(double link_rate_bps);
+
+// Runs argv (no shell), waits; fails with its stderr when it exits non-zero.
+absl::Status RunTool(const std::vector<std::string>& argv);
+
+}  // namespace testbed

@@ -1,0 +1,95 @@
+// The course notes' table (testbed report, and the .md beside `--out`):
+// sections per N and M, traffic measured / formula, wire bytes, time against
+// the link model and the fitted model, the bottleneck link.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "allreduce/cost_model.h"
+#include "experiments/course_table.h"
+
+namespace testbed {
+namespace {
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+// A row whose time is exactly the model's, for alpha 100 us, 1 Gbit/s links.
+MeasuredRow ModelRow(const std::string& algorithm, int workers, std::int64_t bytes,
+                     int servers = 1) {
+  const LinkModel link{100e-6, 8.0 / 1e9};
+  const CostEstimate e = *EstimateAlgorithm(algorithm, workers, servers, bytes, 4, link);
+  MeasuredRow row;
+  row.algorithm = algorithm;
+  row.transport = "ucx:tcp/eth0.0";
+  row.dtype = "float32";
+  row.workers = workers;
+  row.bytes = bytes;
+  row.servers = servers;
+  row.time_us_avg = e.time_s * 1e6;
+  row.model_time_us = e.time_s * 1e6;
+  row.rounds = e.rounds;
+  row.payload_bytes_total = 2.0 * (workers - 1) * bytes;
+  row.theory_bytes_total = 2.0 * (workers - 1) * bytes;
+  row.wire_bytes_sent_total = 0;
+  return row;
+}
+
+std::string Table(const std::vector<MeasuredRow>& rows) {
+  std::ostringstream out;
+  EXPECT_TRUE(PrintCourseTable(rows, out).ok());
+  return out.str();
+}
+
+TEST(CourseTableTest, OneSectionPerNAndSizeWithEveryColumn) {
+  const std::string table =
+      Table({ModelRow("ring", 4, kMiB), ModelRow("ring", 4, 4 * kMiB), ModelRow("ring", 2, kMiB)});
+  EXPECT_NE(table.find("## N = 2, M = 1MiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("## N = 4, M = 1MiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("## N = 4, M = 4MiB"), std::string::npos) << table;
+  // N = 4, 1 MiB: 6 MiB of traffic, all of it the closed form; no wire counters.
+  EXPECT_NE(table.find("| ring | ucx:tcp/eth0.0 | 6.0 MiB / 6.0 MiB | – | 6 |"),
+            std::string::npos)
+      << table;
+  // Times equal to the model: 1.00x against the link model and the fit.
+  EXPECT_NE(table.find("(1.00×) | "), std::string::npos) << table;
+  EXPECT_EQ(table.find("(0.9"), std::string::npos) << table;
+  // Ring's busiest link: 2(N-1)/N * M = 1.5 MiB for N = 4.
+  EXPECT_NE(table.find("every link: 2(N−1)/N·M each way = 1.5 MiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("## The fitted model"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.000 Gbit/s"), std::string::npos) << table;
+}
+
+TEST(CourseTableTest, ParameterServerNamesItsShardsAndShowsWireBytes) {
+  MeasuredRow ps = ModelRow("ps", 4, 16 * kMiB, /*servers=*/2);
+  ps.wire_bytes_sent_total = 70.0 * kMiB;
+  const std::string table = Table({ps});
+  EXPECT_NE(table.find("the server's link: N·M/S in, then N·M/S out = 64.0 MiB (S = 2)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| 70.0 MiB |"), std::string::npos) << table;
+}
+
+TEST(CourseTableTest, ALaterMeasurementReplacesAnEarlierOne) {
+  MeasuredRow first = ModelRow("butterfly", 4, kMiB);
+  MeasuredRow second = first;
+  second.time_us_avg = 2 * first.time_us_avg;
+  const std::string table = Table({first, second});
+  EXPECT_EQ(table.find("| butterfly |"), table.rfind("| butterfly |")) << table;
+  EXPECT_NE(table.find("(2.00×)"), std::string::npos) << table;
+}
+
+TEST(CourseTableTest, NothingToShowIsAnError) {
+  std::ostringstream out;
+  EXPECT_FALSE(PrintCourseTable({}, out).ok());
+}
+
+TEST(CourseTableTest, MarkdownGoesBesideTheResults) {
+  EXPECT_EQ(CourseTablePathFor("runs/r.jsonl"), "runs/r.md");
+  EXPECT_EQ(CourseTablePathFor("r.json"), "r.md");
+  EXPECT_EQ(CourseTablePathFor("results"), "results.md");
+}
+
+}  // namespace
+}  // namespace testbed

@@ -1,0 +1,211 @@
+// The emulated cluster: network namespaces, veth links to a bridge, tc limits
+// - built, used by `testbed local --network netns`, and always removed: after
+// a run, after a killed worker, and (when a run was SIGKILLed) by the next.
+// Needs root; skipped otherwise.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <thread>
+#include <sstream>
+
+#include "experiments/netns_fabric.h"
+#include "tests/integration/process_runner.h"
+
+namespace testbed {
+namespace {
+
+using testing::JsonField;
+using testing::Lines;
+using testing::TempDir;
+using testing::TestbedProcess;
+
+std::string Output(const std::string& command) {
+  std::string text;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[4096];
+    std::size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) text.append(buffer, n);
+    pclose(pipe);
+  }
+  return text;
+}
+
+// Namespaces and root links whose names start with `prefix` ("tb123-", "tb123h").
+std::vector<std::string> Leftovers(const std::string& tag) {
+  std::vector<std::string> found;
+  std::stringstream namespaces(Output("ip netns list 2>/dev/null"));
+  for (std::string line; std::getline(namespaces, line);) {
+    if (line.rfind(tag + "-", 0) == 0) found.push_back("netns " + line);
+  }
+  if (std::filesystem::exists("/sys/class/net/" + tag + "h")) found.push_back("link " + tag + "h");
+  return found;
+}
+
+// Root and a kernel that lets us make namespaces; else the suite is skipped.
+bool CanBuildNamespaces() {
+  if (geteuid() != 0) return false;
+  const std::string probe = "tbprobe" + std::to_string(getpid());
+  if (std::system(("ip netns add " + probe + " 2>/dev/null").c_str()) != 0) return false;
+  return std::system(("ip netns del " + probe).c_str()) == 0;
+}
+
+class NetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!CanBuildNamespaces()) GTEST_SKIP() << "needs root and network namespaces";
+  }
+};
+
+TEST_F(NetnsTest, FabricLimitsEveryLinkBothWaysAndRemovesItAll) {
+  const std::string tag = "tb" + std::to_string(getpid()) + "f";
+  {
+    auto fabric = NetnsFabric::Create({3, 100e6, tag});
+    ASSERT_TRUE(fabric.ok()) << fabric.status();
+    NetnsFabric& f = **fabric;
+    EXPECT_EQ(Leftovers(tag).size(), 5u);  // three nodes, the hub and the harness link
+    EXPECT_TRUE(std::filesystem::exists("/sys/class/net/" + tag + "h"));
+    std::set<std::string> addresses;
+    for (int node = 0; node < 3; ++node) {
+      addresses.insert(f.address_of(node));
+      // The node's side limits what it sends...
+      const std::string out =
+          Output("tc -n " + f.namespace_of(node) + " qdisc show dev eth0");
+      EXPECT_NE(out.find("tbf"), std::string::npos) << out;
+      EXPECT_NE(out.find("rate 100Mbit"), std::string::npos) << out;
+      // ...the bridge's side what it receives.
+      const std::string in = Output("tc -n " + f.hub_namespace() + " qdisc show dev n" +
+                                    std::to_string(node));
+      EXPECT_NE(in.find("rate 100Mbit"), std::string::npos) << in;
+      const std::string addr = Output("ip -n " + f.namespace_of(node) + " -4 addr show dev eth0");
+      EXPECT_NE(addr.find(f.address_of(node) + "/24"), std::string::npos) << addr;
+    }
+    EXPECT_EQ(addresses.size(), 3u);
+    // A node reaches another across the bridge: nobody listens on port 9, so
+    // the answer is a refusal - not "no route" or a timeout.
+    const std::string reach = Output("ip netns exec " + f.namespace_of(0) +
+                                     " timeout 10 bash -c 'exec 3<>/dev/tcp/" + f.address_of(1) +
+                                     "/9' 2>&1");
+    EXPECT_NE(reach.find("Connection refused"), std::string::npos) << reach;
+  }
+  EXPECT_TRUE(Leftovers(tag).empty());
+}
+
+TEST_F(NetnsTest, StaleSetOfAKilledOwnerIsRemovedByTheNextRun) {
+  // An owner that is gone: a child that has exited and been reaped.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);
+  const std::string tag = "tb" + std::to_string(child);
+  auto fabric = NetnsFabric::Create({2, 0, tag});
+  ASSERT_TRUE(fabric.ok()) << fabric.status();
+  // What a SIGKILLed harness leaves: the set, never destroyed.
+  NetnsFabric* leaked = fabric->release();
+  (void)leaked;
+  ASSERT_FALSE(Leftovers(tag).empty());
+
+  std::ostringstream log;
+  EXPECT_GE(CleanStaleNetnsSets(log), 1);
+  EXPECT_NE(log.str().find("removed a stale emulated cluster " + tag), std::string::npos)
+      << log.str();
+  EXPECT_TRUE(Leftovers(tag).empty());
+}
+
+TEST_F(NetnsTest, LocalRunIsExactCountsWireBytesAndLeavesNothingBehind) {
+  const std::string dir = TempDir("netns");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--network", "netns", "--link-rate", "1gbit", "--workers", "3",
+                          "--servers", "2", "--algorithms", "ps,ring,butterfly", "--sizes",
+                          "4004,4MiB", "--iters", "2", "--warmup", "1", "--format", "json",
+                          "--out", dir + "/r.jsonl"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(3));
+  ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 6u) << testbed.Stdout();
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    EXPECT_NE(JsonField(row, "transport").find("eth0"), std::string::npos);
+    EXPECT_GT(std::atof(JsonField(row, "model_time_us").c_str()), 0);
+    const double payload = std::atof(JsonField(row, "payload_bytes_total").c_str());
+    const double sent = std::atof(JsonField(row, "wire_bytes_sent_total").c_str());
+    const double received = std::atof(JsonField(row, "wire_bytes_received_total").c_str());
+    // The workers' interfaces carried the payload: all-reduce bytes leave one
+    // worker for another; ps pushes leave the workers and pulls arrive there.
+    const double wire = JsonField(row, "algorithm") == "ps" ? sent + received : sent;
+    EXPECT_GE(wire, payload);
+    // Headers and acknowledgements on top: under 10% for a 4 MiB message
+    // (the stated overhead; veth counts offloaded segments' headers once).
+    if (JsonField(row, "bytes") == "4194304") {
+      EXPECT_LE(wire, payload * 1.10);
+    }
+  }
+  // The course table, beside the results.
+  const std::string table = testing::ReadFile(dir + "/r.md");
+  EXPECT_NE(table.find("| ring | ucx:tcp/eth0"), std::string::npos) << table;
+  EXPECT_NE(table.find("## N = 3, M = 4MiB"), std::string::npos) << table;
+
+  std::smatch cluster;
+  const std::string err = testbed.Stderr();
+  ASSERT_TRUE(std::regex_search(err, cluster, std::regex("emulated cluster (tb[0-9]+):"))) << err;
+  EXPECT_TRUE(Leftovers(cluster[1].str()).empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(NetnsTest, KilledWorkerFailsTheRunAndLeavesNothingBehind) {
+  const std::string dir = TempDir("netns-kill");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--network", "netns", "--link-rate", "1gbit", "--workers", "3",
+                          "--algorithms", "ring", "--sizes", "1MiB", "--iters", "100000",
+                          "--warmup", "0"},
+                         dir);
+  std::smatch found;
+  std::string err;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    err = testbed.Stderr();
+    if (err.find("testbed-worker pids") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(std::regex_search(
+      err, found,
+      std::regex("emulated cluster (tb[0-9]+):[^]*server pids ([0-9]+) .*testbed-worker pids "
+                 "([0-9]+) ([0-9]+) ([0-9]+)")))
+      << err;
+  const std::string tag = found[1].str();
+  std::vector<pid_t> daemons;
+  for (int i = 2; i <= 5; ++i) daemons.push_back(std::stoi(found[i].str()));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // into the sweep
+  ASSERT_EQ(kill(daemons[2], SIGKILL), 0);
+  const auto status = testbed.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a worker died";
+  EXPECT_NE(*status, 0);
+  EXPECT_NE(testbed.Stderr().find("lost rank"), std::string::npos) << testbed.Stderr();
+  for (pid_t pid : daemons) EXPECT_NE(kill(pid, 0), 0) << "pid " << pid << " survived";
+  EXPECT_TRUE(Leftovers(tag).empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(NetnsFlags, LinkRateNeedsTheEmulatedCluster) {
+  const std::string dir = TempDir("netns-flags");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--link-rate", "1gbit", "-a", "ring", "-s", "4KiB"}, dir);
+  const auto status = testbed.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 2);
+  EXPECT_NE(testbed.Stderr().find("a link rate needs the netns network"), std::string::npos)
+      << testbed.Stderr();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace testbed
