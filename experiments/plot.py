@@ -8,6 +8,11 @@ For each number of workers N it writes, as PNG and SVG:
   busbw_nN     bus bandwidth (busbw_gbps) vs message size
   traffic_nN   bytes per collective at the largest size: payload (measured),
                theory (closed form) and wire (interface counters), where present
+  model_nN     measured time (solid) against the cost model's prediction
+               (model_time_us, dashed), where the run had a link rate
+and, when the files hold more than one N:
+  time_vs_n    time per algorithm against N at the largest size measured for
+               every N (log-log)
 One line or bar group per (algorithm, transport); when several files are given,
 the file name is added to the label. Needs python3-matplotlib.
 """
@@ -48,6 +53,13 @@ def read_rows(paths):
                 if "algorithm" not in record:
                     continue
                 record["_file"] = label
+                # What the network carried for the payload: all-reduce bytes
+                # leave one worker for another (sent); ps pushes leave the
+                # workers and pulls arrive there (sent + received).
+                sent = record.get("wire_bytes_sent_total")
+                received = record.get("wire_bytes_received_total")
+                if isinstance(sent, (int, float)) and isinstance(received, (int, float)):
+                    record["_wire"] = sent + received if record["algorithm"] == "ps" else sent
                 rows.append(record)
     return rows
 
@@ -110,7 +122,7 @@ def traffic_plot(series, n, out_dir, name):
     keys = sorted(series, key=sort_key)
     largest = [max(series[k], key=lambda r: r["bytes"]) for k in keys]
     kinds = [("payload", "payload_bytes_total"), ("theory", "theory_bytes_total"),
-             ("wire (sent)", "wire_bytes_sent_total")]
+             ("wire", "_wire")]
     # A kind is drawn when some row has it (wire counters are 0 where not measured).
     kinds = [(label, field) for label, field in kinds
              if any(isinstance(r.get(field), (int, float)) and r[field] > 0 for r in largest)]
@@ -128,6 +140,65 @@ def traffic_plot(series, n, out_dir, name):
     ax.set_ylabel("bytes per collective, all ranks (MiB)")
     ax.set_title(f"Traffic per algorithm, N={n}, largest size")
     ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    save(fig, out_dir, name)
+
+
+def model_plot(series, n, out_dir, name):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    drawn = False
+    for key in sorted(series, key=sort_key):
+        points = sorted((r["bytes"], r["time_us_avg"], r["model_time_us"]) for r in series[key]
+                        if isinstance(r.get("model_time_us"), (int, float))
+                        and r["model_time_us"] > 0 and r["bytes"] > 0)
+        if not points:
+            continue
+        xs, measured, predicted = zip(*points)
+        line, = ax.plot(xs, measured, marker="o", markersize=4, label=f"{key} measured")
+        ax.plot(xs, predicted, linestyle="--", color=line.get_color(), label=f"{key} model")
+        drawn = True
+    if not drawn:
+        plt.close(fig)
+        return
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ticks = sorted({r["bytes"] for rows in series.values() for r in rows if r["bytes"] > 0})
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([size_label(t) for t in ticks], rotation=45)
+    ax.set_xlabel("message size per worker")
+    ax.set_ylabel("time per collective (µs)")
+    ax.set_title(f"Measured (solid) vs alpha-beta model (dashed), N={n}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=2)
+    save(fig, out_dir, name)
+
+
+def time_vs_n_plot(rows, many_files, out_dir, name):
+    workers = sorted({int(r["workers"]) for r in rows})
+    if len(workers) < 2:
+        return
+    # The largest size every N was measured at.
+    common = set.intersection(*({r["bytes"] for r in rows if int(r["workers"]) == n}
+                                for n in workers))
+    if not common:
+        return
+    size = max(common)
+    series = defaultdict(list)
+    for r in rows:
+        if r["bytes"] == size:
+            series[series_key(r, many_files)].append((int(r["workers"]), r["time_us_avg"]))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key in sorted(series, key=sort_key):
+        xs, ys = zip(*sorted(series[key]))
+        ax.plot(xs, ys, marker="o", markersize=4, label=key)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(workers)
+    ax.set_xticklabels([str(n) for n in workers])
+    ax.set_xlabel("workers N")
+    ax.set_ylabel("time per collective (µs)")
+    ax.set_title(f"Time vs N at M={size_label(size)}")
+    ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     save(fig, out_dir, name)
 
@@ -154,6 +225,8 @@ def main():
         line_plot(series, "busbw_gbps", "bus bandwidth (GB/s, algbw·2(N−1)/N)",
                   f"Bus bandwidth vs message size, N={n}", False, args.out, f"busbw_n{n}")
         traffic_plot(series, n, args.out, f"traffic_n{n}")
+        model_plot(series, n, args.out, f"model_n{n}")
+    time_vs_n_plot(rows, many_files, args.out, "time_vs_n")
 
 
 if __name__ == "__main__":

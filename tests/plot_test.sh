@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# experiments/plot.py on a small results file: every figure it promises for
+# the rows given (time, bus bandwidth, traffic with wire bytes, measured vs
+# model, time vs N) is written as PNG and SVG. Skipped (77) without matplotlib.
+set -euo pipefail
+plot=$1
+python=${2:-/usr/bin/python3}
+"$python" -c 'import matplotlib' 2>/dev/null || { echo "no matplotlib: skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+{
+  echo '{"record": "experiment", "spec": {"name": "t"}}'
+  for n in 2 4; do
+    for alg in ps ring; do
+      for bytes in 65536 1048576; do
+        t=$((bytes / 100 * n)); m=$((bytes / 110 * n))
+        echo "{\"record\": \"result\", \"algorithm\": \"$alg\", \"workers\": $n, \"bytes\": $bytes, \"time_us_avg\": $t, \"busbw_gbps\": 0.1, \"payload_bytes_total\": $((bytes * n)), \"theory_bytes_total\": $((bytes * n)), \"wire_bytes_sent_total\": $((bytes * n + 100)), \"wire_bytes_received_total\": $((bytes * n + 100)), \"model_time_us\": $m, \"transport\": \"ucx:tcp/eth0.0\"}"
+      done
+    done
+  done
+} > "$dir/r.jsonl"
+"$python" "$plot" "$dir/r.jsonl" --out "$dir/fig"
+for name in time_n2 busbw_n2 traffic_n2 model_n2 time_n4 model_n4 time_vs_n; do
+  for ext in png svg; do
+    [[ -s "$dir/fig/$name.$ext" ]] || { echo "missing $name.$ext"; ls "$dir/fig"; exit 1; }
+  done
+done
+echo "plot_test: all figures written"
