@@ -82,7 +82,11 @@ absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points) {
   if (points.size() < 2) {
     return absl::InvalidArgumentError("needs at least 2 measurements to fit alpha and beta");
   }
-  // Columns scaled to unit size so that rounds (~10) and bytes (~1e7) condition alike.
+  // Absolute least squares: the large sizes, where the link's rate decides
+  // the time, carry the most weight - as they should for beta. (Relative
+  // residuals would let the smallest sizes decide, and on an emulated link
+  // those ride the token bucket's burst, faster than any rate.) Columns are
+  // scaled to unit size so that rounds (~10) and bytes (~1e7) condition alike.
   double scale_r = 0;
   double scale_b = 0;
   for (const FitPoint& p : points) {
@@ -92,15 +96,15 @@ absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points) {
   if (scale_r == 0 || scale_b == 0) {
     return absl::InvalidArgumentError("all measurements have zero rounds or zero bytes");
   }
-  double srr = 0, srb = 0, sbb = 0, srt = 0, sbt = 0;
+  double srr = 0, srb = 0, sbb = 0, sr = 0, sb = 0;  // sr, sb: the columns times the times
   for (const FitPoint& p : points) {
     const double r = p.rounds / scale_r;
     const double b = static_cast<double>(p.bottleneck_bytes) / scale_b;
     srr += r * r;
     srb += r * b;
     sbb += b * b;
-    srt += r * p.time_s;
-    sbt += b * p.time_s;
+    sr += r * p.time_s;
+    sb += b * p.time_s;
   }
   const double det = srr * sbb - srb * srb;
   if (!(std::abs(det) > 1e-12 * srr * sbb)) {
@@ -108,10 +112,21 @@ absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points) {
         "rounds and bottleneck bytes are proportional over these measurements (needs at "
         "least 2 distinct sizes)");
   }
+  double alpha = (sr * sbb - sb * srb) / det;
+  double beta = (srr * sb - srb * sr) / det;
+  // Neither a latency nor a time per byte is negative: where the free optimum
+  // has one, the best fit lies on that boundary, with the other term alone.
+  if (alpha < 0) {
+    alpha = 0;
+    beta = sb / sbb;
+  } else if (beta < 0) {
+    beta = 0;
+    alpha = sr / srr;
+  }
   AlphaBetaFit fit;
   fit.points = static_cast<int>(points.size());
-  fit.link.alpha_s = (srt * sbb - sbt * srb) / det / scale_r;
-  fit.link.beta_s_per_byte = (srr * sbt - srb * srt) / det / scale_b;
+  fit.link.alpha_s = alpha / scale_r;
+  fit.link.beta_s_per_byte = beta / scale_b;
 
   double mean = 0;
   for (const FitPoint& p : points) mean += p.time_s;

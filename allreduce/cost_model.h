@@ -10,8 +10,8 @@
 // slice to each shard (a shard's link carries N times its slice in), then pulls
 // it back (N times its slice out); the largest slice decides.
 //
-// fit: given measured times, least squares for alpha and beta against the
-// model's two terms, time = alpha * rounds + beta * bottleneck_bytes.
+// fit: given measured times, least squares for alpha and beta (both >= 0)
+// against the model's two terms, time = alpha * rounds + beta * bottleneck_bytes.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -78,7 +78,8 @@ struct AlphaBetaFit {
   int points = 0;
 };
 
-// Least squares without intercept: time = alpha * rounds + beta * bottleneck_bytes.
+// Least squares without intercept: time = alpha * rounds + beta * bottleneck_bytes,
+// with alpha, beta >= 0 (a negative optimum is moved to the boundary).
 // Fails when the two terms are not independent over the points (fewer than two
 // distinct bottlenecks, for one algorithm at one N: fewer than two sizes).
 absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points);

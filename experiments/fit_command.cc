@@ -231,9 +231,9 @@ absl::StatusOr<std::vector<MeasuredRow>> ReadMeasuredRows(std::istream& in) {
 CLI::App* AddFitCommand(CLI::App& app, FitOptions& options) {
   CLI::App* cmd = app.add_subcommand(
       "fit",
-      "Fits the alpha-beta cost model to measured times: per (algorithm, transport), least "
-      "squares of time_us_avg = alpha * rounds + beta * bottleneck_bytes, both terms read off "
-      "the schedules for each row's workers and bytes.");
+      "Fits the alpha-beta cost model to measured times: per (algorithm, transport), "
+      "time_us_avg = alpha * rounds + beta * bottleneck_bytes, both terms read off the "
+      "schedules for each row's workers and bytes; least squares, alpha and beta >= 0.");
   cmd->add_option("files", options.files, "Results files written by 'testbed local --out'")
       ->required()
       ->check(CLI::ExistingFile);

@@ -1,7 +1,8 @@
 // `testbed fit`: alpha and beta of the cost model fitted to measured times.
 // Reads the JSON lines `testbed local --out` writes, groups the result records
 // by (algorithm, transport), and fits time = alpha * rounds + beta *
-// bottleneck_bytes by least squares, the two terms read off the schedules for
+// bottleneck_bytes by least squares (alpha, beta >= 0), the two terms read off
+// the schedules for
 // each row's N and M (ps: 2 rounds of N*M/S, S = the row's servers).
 #pragma once
 

@@ -89,6 +89,16 @@ TEST(CostModelTest, FitRecoversAlphaAndBetaFromTheModelItself) {
   EXPECT_LT(fit->worst_relative_residual, 1e-9);
 }
 
+TEST(CostModelTest, FitNeverReturnsANegativeLatency) {
+  // Times that grow faster than linearly in bytes: the free optimum has
+  // alpha < 0; the fit puts it at 0 and fits beta alone.
+  const std::vector<FitPoint> points = {{6, 1 << 20, 5e-3}, {6, 16 << 20, 200e-3}};
+  const auto fit = FitAlphaBeta(points);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->link.alpha_s, 0);
+  EXPECT_GT(fit->link.beta_s_per_byte, 0);
+}
+
 TEST(CostModelTest, FitRefusesASingleSize) {
   EXPECT_FALSE(FitAlphaBeta({{6, 1000, 1e-3}}).ok());
   EXPECT_FALSE(FitAlphaBeta({{6, 1000, 1e-3}, {6, 1000, 2e-3}}).ok());
