@@ -10,6 +10,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "testbed_git_revision.h"  // generated at build time
 
 namespace testbed {
 
