@@ -195,6 +195,30 @@ TEST_F(NetnsTest, KilledWorkerFailsTheRunAndLeavesNothingBehind) {
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(NetnsTest, CtrlCRemovesTheClusterToo) {
+  const std::string dir = TempDir("netns-sigint");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--network", "netns", "--workers", "2", "--algorithms", "ring",
+                          "--sizes", "1MiB", "--iters", "100000"},
+                         dir);
+  std::string err;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    err = testbed.Stderr();
+    if (err.find("testbed-worker pids") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(err, found, std::regex("emulated cluster (tb[0-9]+):"))) << err;
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // into the sweep
+  ASSERT_EQ(kill(testbed.pid(), SIGINT), 0);
+  const auto status = testbed.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "testbed local ignored Ctrl-C";
+  EXPECT_EQ(*status, 130) << testbed.Stderr();
+  EXPECT_TRUE(Leftovers(found[1].str()).empty());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(NetnsFlags, LinkRateNeedsTheEmulatedCluster) {
   const std::string dir = TempDir("netns-flags");
   TestbedProcess testbed(TESTBED_CLI_PATH,
