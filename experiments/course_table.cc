@@ -102,8 +102,9 @@ absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ost
 
   out << "# Traffic and time per algorithm\n\n"
       << "Traffic: payload bytes all ranks sent in one collective, measured / the closed form. "
-         "Wire: what the ranks' own interfaces sent (headers and acknowledgements included; "
-         "only where each rank has its own interface). Time per collective, the slowest "
+         "Wire: what the workers' own interfaces carried for it - sent, and for ps sent and "
+         "received (headers and acknowledgements included; only where each rank has its own "
+         "interface). Time per collective, the slowest "
          "rank's: measured, then the alpha-beta model with the run's link rate "
          "(`model_time_us`) and the same model fitted to this file (`testbed fit`); "
          "in brackets measured / predicted.\n";
@@ -120,9 +121,11 @@ absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ost
                                      ElementBytes(row), LinkModel{});
     std::string traffic = row.payload_bytes_total ? HumanBytes(*row.payload_bytes_total) : "?";
     if (row.theory_bytes_total) absl::StrAppend(&traffic, " / ", HumanBytes(*row.theory_bytes_total));
-    const std::string wire = row.wire_bytes_sent_total && *row.wire_bytes_sent_total > 0
-                                 ? HumanBytes(*row.wire_bytes_sent_total)
-                                 : "–";
+    // The wire bytes that carried the payload: an all-reduce's leave one
+    // worker for another; ps pushes leave the workers and pulls arrive there.
+    double wire_bytes = row.wire_bytes_sent_total.value_or(0);
+    if (row.algorithm == "ps") wire_bytes += row.wire_bytes_received_total.value_or(0);
+    const std::string wire = wire_bytes > 0 ? HumanBytes(wire_bytes) : "–";
     const int rounds = row.rounds ? static_cast<int>(*row.rounds) : (e.ok() ? e->rounds : 0);
     std::string linked = "–", fitted = "–";
     if (row.model_time_us && *row.model_time_us > 0) {

@@ -220,6 +220,7 @@ absl::StatusOr<std::vector<MeasuredRow>> ReadMeasuredRows(std::istream& in) {
          {std::pair{"payload_bytes_total", &row.payload_bytes_total},
           std::pair{"theory_bytes_total", &row.theory_bytes_total},
           std::pair{"wire_bytes_sent_total", &row.wire_bytes_sent_total},
+          std::pair{"wire_bytes_received_total", &row.wire_bytes_received_total},
           std::pair{"model_time_us", &row.model_time_us}, std::pair{"rounds", &row.rounds}}) {
       if (const double* value = GetNumber(*object, field)) *slot = *value;
     }

@@ -38,7 +38,7 @@ struct MeasuredRow {
   double time_us_avg = 0;
   // Read where present (the course table shows them; the fit needs none).
   std::optional<double> payload_bytes_total, theory_bytes_total, wire_bytes_sent_total,
-      model_time_us, rounds;
+      wire_bytes_received_total, model_time_us, rounds;
 };
 
 // Result records of a results file; other records and blank lines are skipped.
