@@ -285,6 +285,11 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     std::cerr << "error: " << spec.status().message() << "\n";
     return 2;
   }
+  if (spec->network() == "netns" && geteuid() != 0) {
+    std::cerr << "error: --network netns needs root (it creates network namespaces, links and "
+                 "tc limits); run it as root, or leave out --network for loopback\n";
+    return 2;
+  }
   if (spec->network() == "netns") {
     // Each node has one device besides lo, and shared memory between the
     // namespaces would bypass the links being measured: TCP over eth0 only.

@@ -219,6 +219,26 @@ TEST_F(NetnsTest, CtrlCRemovesTheClusterToo) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(NetnsFlags, WithoutRootItSaysSoAndStartsNothing) {
+  const std::string dir = TempDir("netns-nonroot");
+  std::vector<std::string> args = {"local", "--network", "netns", "-n", "2", "-a", "ring",
+                                   "-s", "4KiB"};
+  std::string binary = TESTBED_CLI_PATH;
+  if (geteuid() == 0) {  // drop to nobody for this one run
+    args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", binary});
+    binary = "/usr/bin/setpriv";
+    if (access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << "no setpriv to drop root";
+  }
+  TestbedProcess testbed(binary, args, dir);
+  const auto status = testbed.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 2);
+  EXPECT_NE(testbed.Stderr().find("--network netns needs root"), std::string::npos)
+      << testbed.Stderr();
+  EXPECT_EQ(testbed.Stderr().find("pids"), std::string::npos) << testbed.Stderr();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(NetnsFlags, LinkRateNeedsTheEmulatedCluster) {
   const std::string dir = TempDir("netns-flags");
   TestbedProcess testbed(TESTBED_CLI_PATH,
