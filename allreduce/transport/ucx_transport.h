@@ -62,10 +62,14 @@ namespace testbed {
 struct UcxOptions {
   // How long one WaitAll() may block before it fails with DeadlineExceeded.
   std::chrono::milliseconds wait_timeout = std::chrono::seconds(60);
-  // ucp_worker_progress() calls that find nothing to do before WaitAll()
-  // sleeps on the worker's event fd. A short spin keeps latency low when the
-  // peer answers at once; sleeping keeps an oversubscribed machine usable.
-  int idle_spins = 64;
+  // ucp_worker_progress() calls in a row that find nothing to do before
+  // WaitAll() starts yielding (or sleeping). Kept at one: with more ranks
+  // than cores the peer being waited for is often queued behind us on the
+  // same core, and over TCP each progress call is an epoll_wait() system
+  // call, so 64 of them held the core for tens of microseconds per round
+  // (butterfly at 8 B, N = 4 on 2 cores, UCX tcp: minimum 75 us, 35 us
+  // with one).
+  int idle_spins = 1;
   // After those, keep polling - yielding the core to whoever else is runnable
   // between polls - for up to this long before sleeping. Sleeping and being
   // woken costs tens of microseconds, more than a small collective's round;
