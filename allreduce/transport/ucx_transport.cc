@@ -109,8 +109,10 @@ class UcxTransport::Worker {
   }
 
   // Progresses the worker until done() holds. Spins while UCX reports
-  // progress and for `idle_spins` idle rounds after it, then arms the worker
-  // and sleeps on its event fd, so an idle wait costs no CPU. Returns
+  // progress and for `idle_spins` idle rounds after it, then polls with a
+  // sched_yield() between polls for up to `yield_spin` (unless yields are
+  // paused, see UcxOptions::slow_yield), then arms the worker and sleeps on
+  // its event fd, so an idle wait costs no CPU. Returns
   // DeadlineExceeded (with an empty message; the caller knows what it waited
   // for) if `deadline` passes first.
   //
@@ -121,7 +123,9 @@ class UcxTransport::Worker {
   // after a few such empty wakeups this sleeps without it, backing off.
   template <typename Done>
   absl::Status ProgressUntil(Done done, Clock::time_point deadline, int idle_spins,
-                             std::chrono::microseconds yield_spin) {
+                             std::chrono::microseconds yield_spin,
+                             std::chrono::microseconds slow_yield = {},
+                             std::chrono::milliseconds yield_pause = {}) {
     int idle = 0;           // idle progress calls since the last useful one
     Clock::time_point idle_since = Clock::now();  // when the current idle stretch began
     bool woke = false;      // the last sleep ended because the fd was ready
@@ -139,8 +143,10 @@ class UcxTransport::Worker {
         continue;
       }
       if (++idle < idle_spins) continue;
-      if (now - idle_since < yield_spin) {
+      if (now - idle_since < yield_spin && now >= yields_paused_until_) {
         sched_yield();  // let a peer sharing this core run, then poll again
+        const Clock::time_point back = Clock::now();
+        if (back - now > slow_yield) yields_paused_until_ = back + yield_pause;
         continue;
       }
       idle = 0;
@@ -193,6 +199,8 @@ class UcxTransport::Worker {
   explicit Worker(ucp_worker_h worker) : worker_(worker) {}
   const ucp_worker_h worker_;
   int event_fd_ = -1;  // owned by the worker
+  // Until then waits sleep instead of yielding: a recent yield was slow.
+  Clock::time_point yields_paused_until_{};
 };
 
 class UcxTransport::Endpoint {
@@ -577,7 +585,8 @@ absl::Status UcxTransport::WaitAll() {
       [this] {
         return completed_ == operations_.size() || operation_failed_ || HasPendingWithLostPeer();
       },
-      deadline, options_.idle_spins, options_.yield_spin);
+      deadline, options_.idle_spins, options_.yield_spin, options_.slow_yield,
+      options_.yield_pause);
 
   absl::Status result;
   if (operation_failed_) {
