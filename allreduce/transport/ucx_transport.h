@@ -76,15 +76,18 @@ struct UcxOptions {
   // yielding keeps a machine with more ranks than cores usable.
   std::chrono::microseconds yield_spin = std::chrono::microseconds(200);
   // A sched_yield() that takes longer than `slow_yield` handed the core to a
-  // process that is not a peer rank in a quick step of its own (a compiler,
-  // another job) and got it back only when that process's time slice ended:
-  // milliseconds. A sleeping rank, woken by its message, preempts such a
-  // process; a yielding one cannot. So after a slow yield WaitAll() skips
-  // the yielding stage (polls, then sleeps) for `yield_pause`, then tries
-  // yielding again. Beside a parallel build, butterfly at 8 B - 4 KiB, N = 4,
-  // UCX tcp on 2 cores averaged 180-270 us per collective always yielding,
-  // 65-115 us with the pause.
-  std::chrono::microseconds slow_yield = std::chrono::microseconds(50);
+  // process that is not a peer rank (a compiler, another job) and got it
+  // back only when that process's time slice ended. A sleeping rank, woken
+  // by its message, preempts such a process; a yielding one cannot. So after
+  // a slow yield WaitAll() skips the yielding stage (polls, then sleeps) for
+  // `yield_pause`, then tries yielding again. The threshold sits above what
+  // a peer rank's own step takes (over TCP in a VM, 20-200 us; a stray one
+  // up to a few hundred) and below a time slice (about 1-4 ms here); at
+  // 50 us, TCP waits paused on peers' steps and slept most of the time.
+  // Measured beside a parallel build, butterfly 8 B - 4 KiB, N = 4 on 2
+  // cores, mean over sizes of the median of 5 runs (us, tcp / shm): never
+  // pausing 74 / 24, pausing at 50 us 87 / 55, at 1 ms 67 / 19.
+  std::chrono::microseconds slow_yield = std::chrono::milliseconds(1);
   std::chrono::milliseconds yield_pause = std::chrono::milliseconds(10);
   // Ask UCX to detect dead peers (UCP_ERR_HANDLING_MODE_PEER). UCX then uses
   // only transports that can; turn it off to allow shared-memory transports
