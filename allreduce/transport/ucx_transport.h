@@ -27,8 +27,10 @@
 // bad argument (peer, tag, call before Connect()) is refused and changes
 // nothing.
 //
-// Waiting does not burn a core: WaitAll() spins on the worker for a bounded
-// number of idle rounds, then arms the worker and sleeps on its event fd.
+// Waiting does not burn a core: WaitAll() polls the worker, yielding the core
+// between idle polls for a bounded time (skipped for a while after a yield
+// lost the core to another process for a whole time slice), then arms the
+// worker and sleeps on its event fd. See UcxOptions for the numbers.
 //
 // Teardown flushes, on every endpoint that carried anything, what is still
 // owed to the peer (sent data, rendezvous replies); that needs the peer to
