@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -152,6 +154,60 @@ INSTANTIATE_TEST_SUITE_P(
                       IdleWaitCase{"shm_talked_first", "sm", false, true},
                       IdleWaitCase{"shm_never_progressed", "sm", false, false}),
     [](const ::testing::TestParamInfo<IdleWaitCase>& info) { return info.param.name; });
+
+// Every stage of the wait delivers: exchanges between two ranks complete, with
+// the right bytes, whether a wait yields the core between polls (the
+// default), sleeps at once (no yielding stage), or has its yields paused
+// after the first one (every yield counted as slow). Timing is not checked.
+TEST(UcxTransportTest, ExchangesCompleteWhateverTheWaitStages) {
+  struct Stages {
+    std::string name;
+    UcxOptions options;
+  };
+  const std::vector<Stages> cases = {
+      {"default", {}},
+      {"sleep_at_once", {.yield_spin = std::chrono::microseconds(0)}},
+      {"yields_paused",
+       {.slow_yield = std::chrono::microseconds(0), .yield_pause = seconds(60)}},
+  };
+  for (const Stages& stages : cases) {
+    SCOPED_TRACE(stages.name);
+    std::optional<ScopedEnv> tls(std::in_place, "UCX_TLS", "tcp");
+    std::unique_ptr<UcxTransport> a = MustCreate(0, 2, stages.options);
+    std::unique_ptr<UcxTransport> b = MustCreate(1, 2, stages.options);
+    tls.reset();  // before any other thread runs
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    const std::vector<std::vector<std::byte>> addresses = {a->WorkerAddress(),
+                                                           b->WorkerAddress()};
+    ASSERT_TRUE(a->Connect(addresses).ok());
+    ASSERT_TRUE(b->Connect(addresses).ok());
+    constexpr int kExchanges = 50;
+    // Each rank sends its rank and the exchange's index, and checks what
+    // the other sent.
+    const auto run = [&](UcxTransport& self) {
+      const int peer = 1 - self.rank();
+      for (int i = 0; i < kExchanges; ++i) {
+        const std::int32_t mine[2] = {self.rank(), i};
+        std::int32_t theirs[2] = {-1, -1};
+        const auto tag = static_cast<std::uint64_t>(i);
+        EXPECT_TRUE(self.PostSend(peer, tag, std::as_bytes(std::span(mine))).ok());
+        EXPECT_TRUE(self.PostRecv(peer, tag, std::as_writable_bytes(std::span(theirs))).ok());
+        const absl::Status waited = self.WaitAll();
+        ASSERT_TRUE(waited.ok()) << waited;
+        ASSERT_EQ(theirs[0], peer);
+        ASSERT_EQ(theirs[1], i);
+      }
+    };
+    std::thread peer([&] { run(*b); });
+    run(*a);
+    peer.join();
+    // Concurrently, as separate processes would: each close may need the
+    // other to progress.
+    std::thread closer([&] { b.reset(); });
+    a.reset();
+    closer.join();
+  }
+}
 
 // A child process running ucx_transport_peer, killed and reaped by PID when
 // this object goes away, whether or not the test passed.
