@@ -1,13 +1,56 @@
 #include "server/parameter_server_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "proto/chunk_wire.h"
 #include "proto/grpc_status.h"
 
 namespace testbed {
 
+namespace {
+
+// The methods' indices in the service, in the order parameter_server.proto
+// declares them (the order the generated Service registers them in).
+enum MethodIndex { kDeclare = 0, kPush = 1, kPull = 2, kPushPull = 3 };
+
+// Keeps a decoded chunk's slices (the transport's memory) alive while the store
+// stages them.
+struct StagedSlices {
+  std::vector<grpc::Slice> slices;
+};
+
+}  // namespace
+
 ParameterServerService::ParameterServerService(ParameterStore& store, Credentials credentials,
                                                std::chrono::milliseconds pull_timeout)
-    : store_(store), credentials_(std::move(credentials)), pull_timeout_(pull_timeout) {}
+    : store_(store), credentials_(std::move(credentials)), pull_timeout_(pull_timeout) {
+  using Self = ParameterServerService;
+  using grpc::ByteBuffer;
+  // Swaps the generated handlers of the payload-carrying methods for ones that
+  // read and write raw messages; the method names and wire format stay.
+  MarkMethodStreamed(kPush, new grpc::internal::ClientStreamingHandler<Self, ByteBuffer,
+                                                                       proto::PushReply>(
+                                [](Self* self, grpc::ServerContext* context,
+                                   grpc::ServerReader<ByteBuffer>* reader,
+                                   proto::PushReply* reply) {
+                                  return self->Push(context, reader, reply);
+                                },
+                                this));
+  MarkMethodStreamed(kPull, new grpc::internal::ServerStreamingHandler<Self, proto::PullRequest,
+                                                                       ByteBuffer>(
+                                [](Self* self, grpc::ServerContext* context,
+                                   const proto::PullRequest* request,
+                                   grpc::ServerWriter<ByteBuffer>* writer) {
+                                  return self->Pull(context, request, writer);
+                                },
+                                this));
+  MarkMethodStreamed(kPushPull,
+                     new grpc::internal::BidiStreamingHandler<Self, ByteBuffer, ByteBuffer>(
+                         [](Self* self, grpc::ServerContext* context,
+                            grpc::ServerReaderWriter<ByteBuffer, ByteBuffer>* stream) {
+                           return self->PushPull(context, stream);
+                         },
+                         this));
+}
 
 grpc::Status ParameterServerService::Declare(grpc::ServerContext* context,
                                              const proto::DeclareRequest* request,
@@ -25,19 +68,37 @@ grpc::Status ParameterServerService::Declare(grpc::ServerContext* context,
 template <typename Reader>
 absl::Status ParameterServerService::ReceivePush(Reader& reader, std::string* tensor,
                                                  std::uint64_t* step) {
-  proto::PushChunk chunk;
-  if (!reader.Read(&chunk)) return absl::InvalidArgumentError("an empty push");
+  grpc::ByteBuffer message;
+  proto::PushChunk chunk;  // the header fields; the payload stays in slices
+  ChunkPayload payload;
+  if (!reader.Read(&message)) return absl::InvalidArgumentError("an empty push");
+  if (absl::Status st = DecodeChunk(message, kPushChunkPayloadField, &chunk, &payload); !st.ok()) {
+    return st;
+  }
   *tensor = chunk.tensor();
   *step = chunk.step();
   absl::StatusOr<std::unique_ptr<ParameterStore::PushSession>> session =
       store_.BeginPush(chunk.tensor(), chunk.worker(), chunk.step());
   if (!session.ok()) return session.status();
-  do {
-    // The chunk's bytes move into the session: no copy.
-    absl::Status st = (*session)->AddChunk(chunk.offset(), std::move(*chunk.mutable_data()));
-    if (!st.ok()) return st;
-    chunk.clear_data();
-  } while (reader.Read(&chunk));
+  std::vector<std::span<const std::byte>> pieces;
+  while (true) {
+    // The session stages the received slices themselves: no copy.
+    auto staged = std::make_shared<StagedSlices>();
+    staged->slices = std::move(payload.slices);
+    pieces.clear();
+    for (const grpc::Slice& s : staged->slices) {
+      pieces.push_back(std::as_bytes(std::span(s.begin(), s.size())));
+    }
+    if (absl::Status st = (*session)->AddChunk(chunk.offset(), pieces, std::move(staged));
+        !st.ok()) {
+      return st;
+    }
+    if (!reader.Read(&message)) break;
+    if (absl::Status st = DecodeChunk(message, kPushChunkPayloadField, &chunk, &payload);
+        !st.ok()) {
+      return st;
+    }
+  }
   return (*session)->Commit();
 }
 
@@ -50,7 +111,7 @@ std::chrono::steady_clock::time_point ParameterServerService::PullDeadline(
 }
 
 grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
-                                          grpc::ServerReader<proto::PushChunk>* reader,
+                                          grpc::ServerReader<grpc::ByteBuffer>* reader,
                                           proto::PushReply* reply) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
   std::string tensor;
@@ -83,10 +144,16 @@ absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& contex
       built->step = step;
       absl::Status st = store_.Pull(tensor, step, PullDeadline(context), kChunkBytes,
                                     [&](std::int64_t offset, std::span<const std::byte> data) {
-                                      proto::ValueChunk& chunk = built->chunks.emplace_back();
-                                      chunk.set_offset(offset);
-                                      chunk.set_data(reinterpret_cast<const char*>(data.data()),
-                                                     data.size());
+                                      // The step's one copy: the store's values
+                                      // change with the next step, these slices
+                                      // live as long as a writer holds them.
+                                      const grpc::Slice payload(data.data(), data.size());
+                                      proto::ValueChunk header;
+                                      header.set_offset(offset);
+                                      built->chunks.push_back(
+                                          {EncodeChunk(header, kValueChunkPayloadField,
+                                                       std::span(&payload, 1)),
+                                           data.size()});
                                       return true;
                                     });
       if (!st.ok()) return st;
@@ -95,23 +162,23 @@ absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& contex
       values = built;
     }
   }
-  for (const proto::ValueChunk& chunk : values->chunks) {
-    if (!writer.Write(chunk)) return absl::CancelledError("the puller went away");
-    bytes_sent_ += chunk.data().size();
+  for (const PulledStep::Chunk& chunk : values->chunks) {
+    if (!writer.Write(chunk.message)) return absl::CancelledError("the puller went away");
+    bytes_sent_ += chunk.payload_bytes;
   }
   return absl::OkStatus();
 }
 
 grpc::Status ParameterServerService::Pull(grpc::ServerContext* context,
                                           const proto::PullRequest* request,
-                                          grpc::ServerWriter<proto::ValueChunk>* writer) {
+                                          grpc::ServerWriter<grpc::ByteBuffer>* writer) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
   return ToGrpcStatus(ServeStep(*context, request->tensor(), request->step(), *writer));
 }
 
 grpc::Status ParameterServerService::PushPull(
     grpc::ServerContext* context,
-    grpc::ServerReaderWriter<proto::ValueChunk, proto::PushChunk>* stream) {
+    grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
   std::string tensor;
   std::uint64_t step = 0;

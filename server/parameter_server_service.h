@@ -6,6 +6,13 @@
 // builds the step's chunk messages once and the others send the same ones:
 // one copy of the slice per step instead of one per worker.
 //
+// Push, Pull and PushPull carry the payload, so they do not go through
+// generated protobuf code: their handlers read and write grpc::ByteBuffers in
+// the messages' wire format (proto/chunk_wire.h). A pushed chunk is staged as
+// the slices the transport received, a pulled one is sent as the step's
+// slices: the payload is copied in user space only to sum it and once per step
+// to serve it. Clients built from the .proto still talk to this service.
+//
 // Thread-safety: gRPC calls the handlers concurrently; the store is thread-safe.
 #pragma once
 
@@ -31,13 +38,6 @@ class ParameterServerService final : public proto::ParameterServer::Service {
 
   grpc::Status Declare(grpc::ServerContext* context, const proto::DeclareRequest* request,
                        proto::DeclareReply* reply) override;
-  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<proto::PushChunk>* reader,
-                    proto::PushReply* reply) override;
-  grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
-                    grpc::ServerWriter<proto::ValueChunk>* writer) override;
-  grpc::Status PushPull(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<proto::ValueChunk, proto::PushChunk>* stream) override;
   grpc::Status Stats(grpc::ServerContext* context, const proto::StatsRequest* request,
                      proto::StatsReply* reply) override;
   grpc::Status Forget(grpc::ServerContext* context, const proto::ForgetRequest* request,
@@ -47,6 +47,14 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   static constexpr std::size_t kChunkBytes = 1 << 20;
 
  private:
+  // The handlers of the payload-carrying methods, over raw messages.
+  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
+                    proto::PushReply* reply);
+  grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
+                    grpc::ServerWriter<grpc::ByteBuffer>* writer);
+  grpc::Status PushPull(grpc::ServerContext* context,
+                        grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream);
+
   template <typename Reader>
   absl::Status ReceivePush(Reader& reader, std::string* tensor, std::uint64_t* step);
   // Sends the values of `step` to `writer`, building them once per step.
@@ -56,7 +64,11 @@ class ParameterServerService final : public proto::ParameterServer::Service {
 
   struct PulledStep {
     std::uint64_t step = 0;
-    std::vector<proto::ValueChunk> chunks;
+    struct Chunk {
+      grpc::ByteBuffer message;  // an encoded ValueChunk; writing it copies no payload
+      std::size_t payload_bytes = 0;
+    };
+    std::vector<Chunk> chunks;
   };
   struct PullCache {
     std::mutex build_mu;  // one builder per tensor; the other pullers wait for it

@@ -60,6 +60,11 @@ class ParameterStore {
     // The string overload takes the bytes without copying them.
     absl::Status AddChunk(std::int64_t offset, std::string&& data);
     absl::Status AddChunk(std::int64_t offset, std::span<const std::byte> data);
+    // A chunk in pieces, as a transport received it (an element may straddle
+    // two pieces), staged without a copy: `owner` keeps the pieces' memory
+    // alive until Commit() has added them in.
+    absl::Status AddChunk(std::int64_t offset, std::span<const std::span<const std::byte>> pieces,
+                          std::shared_ptr<const void> owner);
     // Adds the staged gradient in; the last worker's commit completes the step.
     absl::Status Commit();
 
@@ -73,7 +78,8 @@ class ParameterStore {
     std::uint32_t worker_;
     std::uint64_t step_;
     std::int64_t next_ = 0;  // elements of the slice staged so far
-    std::vector<std::string> chunks_;  // staged, in slice order
+    std::vector<std::span<const std::byte>> pieces_;  // staged, in slice order
+    std::vector<std::shared_ptr<const void>> owners_;  // keep pieces_ alive
   };
 
   // Refuses a push for a step that is complete or not yet open, a second push

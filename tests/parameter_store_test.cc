@@ -75,6 +75,36 @@ TEST(ParameterStoreTest, AggregatesTheSumOfAllWorkersEachStep) {
   EXPECT_EQ(store.bytes_sent(), 3u * 5 * 4);
 }
 
+// A transport delivers a chunk in pieces cut anywhere, also inside an element;
+// the store sums them as if they were one.
+TEST(ParameterStoreTest, SumsChunksWhosePiecesSplitElements) {
+  ParameterStore store;
+  constexpr int kCount = 300;  // more than one vectorized block, plus a tail
+  ASSERT_TRUE(store.Declare(Spec("w", kCount, 2), 1, 0).ok());
+  std::vector<float> expected(kCount);
+  for (std::uint32_t w = 0; w < 2; ++w) {
+    auto values = std::make_shared<std::vector<float>>(kCount);
+    for (int i = 0; i < kCount; ++i) {
+      (*values)[i] = static_cast<float>(i * 3 + w);
+      expected[i] += (*values)[i];
+    }
+    const std::span<const std::byte> bytes = std::as_bytes(std::span(*values));
+    // Pieces of 1, 2, 3, ... bytes, then the rest.
+    std::vector<std::span<const std::byte>> pieces;
+    std::size_t at = 0;
+    for (std::size_t n = 1; at + n < bytes.size() / 2; ++n) {
+      pieces.push_back(bytes.subspan(at, n));
+      at += n;
+    }
+    pieces.push_back(bytes.subspan(at));
+    auto session = store.BeginPush("w", w, 1);
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->AddChunk(0, pieces, values).ok());
+    ASSERT_TRUE((*session)->Commit().ok());
+  }
+  EXPECT_EQ(Pull(store, "w", 1), expected);
+}
+
 TEST(ParameterStoreTest, AveragesWhenAsked) {
   ParameterStore store;
   proto::TensorSpec spec = Spec("w", 2, 2);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/data_type.h"
+#include "proto/chunk_wire.h"
 #include "proto/grpc_status.h"
 
 namespace testbed {
@@ -26,8 +27,10 @@ PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credent
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(16 << 20);
   for (const std::string& address : addresses_) {
-    stubs_.push_back(proto::ParameterServer::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+    channels_.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    stubs_.push_back(proto::ParameterServer::NewStub(channels_.back()));
+    push_pull_.emplace_back(push_pull_method_.c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
+                            channels_.back());
   }
 }
 
@@ -74,7 +77,11 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   grpc::ClientContext context;
   AttachCredentials(credentials_, context);
   context.set_deadline(std::chrono::system_clock::now() + timeout_);
-  auto stream = stubs_[s]->PushPull(&context);
+  // Raw messages in the PushChunk / ValueChunk wire format (proto/chunk_wire.h):
+  // the generated stub would copy each payload twice more on each side.
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          channels_[s].get(), push_pull_[s], &context));
   proto::PushChunk chunk;
   chunk.set_tensor(tensor);
   chunk.set_worker(worker);
@@ -86,8 +93,12 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   do {  // an empty slice still sends one (empty) chunk: it names the step
     const std::size_t n = std::min(per_chunk, bytes - at);
     chunk.set_offset(slice.offset + static_cast<std::int64_t>(at / element_));
-    chunk.set_data(reinterpret_cast<const char*>(data.data() + begin + at), n);
-    if (!stream->Write(chunk)) break;  // the server ended the call: Finish says why
+    // One copy, into memory gRPC owns: the transport may still hold a
+    // message's slices after the call ends, when `data` may be gone.
+    const grpc::Slice payload(data.data() + begin + at, n);
+    if (!stream->Write(EncodeChunk(chunk, kPushChunkPayloadField, std::span(&payload, 1)))) {
+      break;  // the server ended the call: Finish says why
+    }
     traffic_[s].bytes_pushed += n;
     at += n;
     if (at == n && at > 0) {
@@ -95,17 +106,28 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
     }
   } while (at < bytes);
   stream->WritesDone();
-  proto::ValueChunk value;
+  grpc::ByteBuffer message;
+  proto::ValueChunk value;  // the header fields; the payload stays in slices
+  ChunkPayload payload;
   std::size_t pulled = 0;
-  while (stream->Read(&value)) {
+  while (stream->Read(&message)) {
+    absl::Status decoded = DecodeChunk(message, kValueChunkPayloadField, &value, &payload);
     const std::size_t offset = static_cast<std::size_t>(value.offset()) * element_;
-    const std::string& payload = value.data();
-    if (offset < begin || offset + payload.size() > begin + bytes) {
-      context.TryCancel();
-      return absl::DataLossError(absl::StrCat("parameter server shard ", s, " sent values outside its slice"));
+    if (decoded.ok() && (value.offset() < 0 || offset < begin || payload.bytes > bytes ||
+                         offset - begin > bytes - payload.bytes)) {
+      decoded = absl::DataLossError("it sent values outside its slice");
     }
-    std::memcpy(data.data() + offset, payload.data(), payload.size());
-    pulled += payload.size();
+    if (!decoded.ok()) {
+      context.TryCancel();
+      return absl::DataLossError(absl::StrCat("parameter server shard ", s, " at ", addresses_[s],
+                                              ": ", decoded.message()));
+    }
+    std::byte* to = data.data() + offset;
+    for (const grpc::Slice& piece : payload.slices) {
+      std::memcpy(to, piece.begin(), piece.size());
+      to += piece.size();
+    }
+    pulled += payload.bytes;
   }
   traffic_[s].bytes_pulled += pulled;
   const grpc::Status st = stream->Finish();

@@ -61,7 +61,13 @@ class PsClient {
   std::vector<std::string> addresses_;
   Credentials credentials_;
   std::chrono::milliseconds timeout_;
-  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;  // by shard
+  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;  // on channels_
+  // PushPull, which PsClient calls with raw messages: its full name, and the
+  // method as registered on each shard's channel.
+  const std::string push_pull_method_ =
+      std::string("/") + proto::ParameterServer::service_full_name() + "/PushPull";
+  std::vector<grpc::internal::RpcMethod> push_pull_;  // by shard
   std::vector<Slice> slices_;  // of the last declared tensor
   std::size_t element_ = 4;
   std::vector<ShardTraffic> traffic_;
