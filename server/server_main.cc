@@ -16,6 +16,7 @@
 #include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
 #include "server/coordinator_service.h"
+#include "server/memory_reuse.h"
 #include "server/parameter_server_service.h"
 #include "server/parameter_store.h"
 #include "server/signal_waiter.h"
@@ -64,6 +65,7 @@ bool JoinCoordinator(const std::string& coordinator, const std::string& advertis
 }  // namespace
 
 int main(int argc, char** argv) {
+  testbed::KeepFreedMemoryForReuse();
   CLI::App app(
       "testbed-server: the coordinator and a parameter-server shard. Workers attach to it; "
       "`testbed run` submits experiments to it. With --join it is one more parameter-server "

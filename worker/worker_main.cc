@@ -4,10 +4,12 @@
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
+#include "server/memory_reuse.h"
 #include "server/signal_waiter.h"
 #include "worker/worker_daemon.h"
 
 int main(int argc, char** argv) {
+  testbed::KeepFreedMemoryForReuse();
   CLI::App app(
       "testbed-worker: attaches to the coordinator and runs the experiments submitted there, "
       "over UCX (choose UCX transports with UCX_TLS). The job id and token come from "

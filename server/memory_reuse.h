@@ -1,0 +1,25 @@
+// Makes glibc's malloc keep large freed blocks for reuse in this process.
+//
+// The daemons move tensors in blocks of a megabyte and more (gRPC slices, the
+// parameter server's staged and served chunks), allocated and freed every
+// step. By default glibc serves such blocks with mmap, or trims them off its
+// heaps when freed, so each step page-faults its memory back in (zeroed and
+// charged to the cgroup page by page); with fixed thresholds the blocks are
+// kept, and a parameter-server step (N = 4, 64 MiB, loopback) took 12-20%
+// less time. The cost: a daemon keeps up to the trim threshold of freed memory.
+//
+// Call once, first thing in main(), before any thread starts.
+#pragma once
+
+#include <malloc.h>
+
+namespace testbed {
+
+inline void KeepFreedMemoryForReuse() {
+  // Blocks below this come from the heaps (and are reused), not from mmap.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  // Free memory at a heap's top up to this much stays mapped.
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+}  // namespace testbed
