@@ -21,7 +21,8 @@ struct ParameterStore::Tensor {
   std::uint64_t completed = 0;          // the last complete step
   std::vector<bool> pushed;             // by worker, for step completed + 1
   std::uint32_t pushes = 0;             // how many are true
-  std::vector<std::byte> sum;           // gradients of the open step, summed
+  std::vector<std::byte> sum;           // gradients of the open step, summed (the first
+                                        // push of a step overwrites it: no zeroing)
   std::vector<std::byte> values;        // what pulls of `completed` get
   std::vector<double> velocity, second; // optimizer state (momentum / Adam)
 
@@ -97,7 +98,7 @@ void Apply(const proto::Optimizer& opt, std::uint64_t step, std::uint32_t worker
     for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / static_cast<T>(workers));
   }
   if (opt.kind() == proto::Optimizer::NONE) {
-    values.swap(sum);  // the aggregate itself; `sum` is zeroed for the next step
+    values.swap(sum);  // the aggregate itself; the next step's first push overwrites `sum`
     return;
   }
   T* w = reinterpret_cast<T*>(values.data());
@@ -277,10 +278,20 @@ absl::Status ParameterStore::PushSession::Commit() {
     return absl::FailedPreconditionError(
         absl::StrCat(t.Name(), ": step ", step_, " closed while worker ", worker_, " pushed"));
   }
-  switch (t.type) {
-    case DataType::kFloat32: AddPiecesInto<float>(t.sum.data(), pieces_); break;
-    case DataType::kFloat64: AddPiecesInto<double>(t.sum.data(), pieces_); break;
-    case DataType::kInt32: AddPiecesInto<std::int32_t>(t.sum.data(), pieces_); break;
+  if (t.pushes == 0) {
+    // The step's first gradient is copied, not added to zeros: that saves
+    // zeroing the sum after every step and a pass over it.
+    std::byte* dst = t.sum.data();
+    for (const std::span<const std::byte> piece : pieces_) {
+      std::memcpy(dst, piece.data(), piece.size());
+      dst += piece.size();
+    }
+  } else {
+    switch (t.type) {
+      case DataType::kFloat32: AddPiecesInto<float>(t.sum.data(), pieces_); break;
+      case DataType::kFloat64: AddPiecesInto<double>(t.sum.data(), pieces_); break;
+      case DataType::kInt32: AddPiecesInto<std::int32_t>(t.sum.data(), pieces_); break;
+    }
   }
   pieces_.clear();
   owners_.clear();
@@ -299,7 +310,6 @@ absl::Status ParameterStore::PushSession::Commit() {
       Apply<std::int32_t>(opt, step_, t.spec.workers(), t.sum, t.values, t.velocity, t.second);
       break;
   }
-  std::fill(t.sum.begin(), t.sum.end(), std::byte{0});
   std::fill(t.pushed.begin(), t.pushed.end(), false);
   t.pushes = 0;
   t.completed = step_;
