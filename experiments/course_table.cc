@@ -177,9 +177,7 @@ std::string CourseTablePathFor(const std::string& results_path) {
 }
 
 absl::Status WriteCourseTable(const std::string& results_path, const std::string& markdown_path) {
-  std::ifstream in(results_path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", results_path));
-  absl::StatusOr<std::vector<MeasuredRow>> rows = ReadMeasuredRows(in);
+  absl::StatusOr<std::vector<MeasuredRow>> rows = ReadResultsFiles({results_path});
   if (!rows.ok()) return rows.status();
   std::ofstream out(markdown_path, std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", markdown_path));
@@ -202,19 +200,10 @@ CLI::App* AddReportCommand(CLI::App& app, ReportOptions& options) {
 }
 
 int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
-  std::vector<MeasuredRow> rows;
-  for (const std::string& file : options.files) {
-    std::ifstream in(file);
-    if (!in) {
-      err << "error: cannot open " << file << "\n";
-      return 2;
-    }
-    auto read = ReadMeasuredRows(in);
-    if (!read.ok()) {
-      err << "error: " << file << ": " << read.status().message() << "\n";
-      return 2;
-    }
-    rows.insert(rows.end(), read->begin(), read->end());
+  absl::StatusOr<std::vector<MeasuredRow>> rows = ReadResultsFiles(options.files);
+  if (!rows.ok()) {
+    err << "error: " << rows.status().message() << "\n";
+    return 2;
   }
   std::ofstream file;
   if (!options.out.empty()) {
@@ -224,7 +213,7 @@ int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err
       return 2;
     }
   }
-  if (absl::Status st = PrintCourseTable(rows, options.out.empty() ? out : file); !st.ok()) {
+  if (absl::Status st = PrintCourseTable(*rows, options.out.empty() ? out : file); !st.ok()) {
     err << "error: " << st.message() << "\n";
     return 1;
   }

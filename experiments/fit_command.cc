@@ -316,21 +316,25 @@ int RunFit(const std::vector<MeasuredRow>& rows, const std::string& format_name,
   return 0;
 }
 
-int RunFit(const FitOptions& options, std::ostream& out, std::ostream& err) {
+absl::StatusOr<std::vector<MeasuredRow>> ReadResultsFiles(const std::vector<std::string>& files) {
   std::vector<MeasuredRow> rows;
-  for (const std::string& file : options.files) {
+  for (const std::string& file : files) {
     std::ifstream in(file);
-    if (!in) {
-      err << "error: cannot open " << file << "\n";
-      return 2;
-    }
+    if (!in) return absl::NotFoundError("cannot open " + file);
     auto read = ReadMeasuredRows(in);
-    if (!read.ok()) {
-      err << "error: " << file << ": " << read.status().message() << "\n";
-      return 2;
-    }
+    if (!read.ok()) return absl::InvalidArgumentError(file + ": " + std::string(read.status().message()));
     rows.insert(rows.end(), read->begin(), read->end());
   }
+  return rows;
+}
+
+int RunFit(const FitOptions& options, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<MeasuredRow>> read = ReadResultsFiles(options.files);
+  if (!read.ok()) {
+    err << "error: " << read.status().message() << "\n";
+    return 2;
+  }
+  const std::vector<MeasuredRow>& rows = *read;
   if (rows.empty()) {
     err << "error: no result records in " << options.files.front() << "\n";
     return 1;

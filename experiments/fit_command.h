@@ -45,6 +45,9 @@ struct MeasuredRow {
 // Errors name the line.
 absl::StatusOr<std::vector<MeasuredRow>> ReadMeasuredRows(std::istream& in);
 
+// The result records of several results files, in order; errors name the file.
+absl::StatusOr<std::vector<MeasuredRow>> ReadResultsFiles(const std::vector<std::string>& files);
+
 struct FitOptions {
   std::vector<std::string> files;
   std::string format = "table";

@@ -169,13 +169,7 @@ TEST_F(NetnsTest, KilledWorkerFailsTheRunAndLeavesNothingBehind) {
                           "--warmup", "0"},
                          dir);
   std::smatch found;
-  std::string err;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    err = testbed.Stderr();
-    if (err.find("testbed-worker pids") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::string err = testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(60));
   ASSERT_TRUE(std::regex_search(
       err, found,
       std::regex("emulated cluster (tb[0-9]+):[^]*server pids ([0-9]+) .*testbed-worker pids "
@@ -201,13 +195,7 @@ TEST_F(NetnsTest, CtrlCRemovesTheClusterToo) {
                          {"local", "--network", "netns", "--workers", "2", "--algorithms", "ring",
                           "--sizes", "1MiB", "--iters", "100000"},
                          dir);
-  std::string err;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    err = testbed.Stderr();
-    if (err.find("testbed-worker pids") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::string err = testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(60));
   std::smatch found;
   ASSERT_TRUE(std::regex_search(err, found, std::regex("emulated cluster (tb[0-9]+):"))) << err;
   std::this_thread::sleep_for(std::chrono::seconds(1));  // into the sweep

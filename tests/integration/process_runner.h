@@ -84,6 +84,17 @@ class TestbedProcess {
   std::string Stdout() const { return ReadFile(out_); }
   std::string Stderr() const { return ReadFile(err_); }
 
+  // Stderr once it holds `text`, or as it is after `timeout`.
+  std::string WaitForStderr(const std::string& text, std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::string err = Stderr();
+    while (err.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      err = Stderr();
+    }
+    return err;
+  }
+
  private:
   pid_t pid_ = -1;
   std::optional<int> status_;
