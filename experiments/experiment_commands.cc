@@ -164,9 +164,11 @@ int ExitCode(const absl::Status& status, const Interrupter& interrupter) {
 CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
   CLI::App* cmd = app.add_subcommand(
       "local",
-      "Start a coordinator and N workers as child processes on loopback, run the sweep over "
-      "UCX, print one row per (algorithm, size). Every process started is ended, also on "
-      "failure and Ctrl-C. Choose UCX transports with UCX_TLS (e.g. UCX_TLS=tcp).");
+      "Start a coordinator and N workers as child processes - on loopback, or with --network "
+      "netns each in its own network namespace behind a rate-limited link - run the sweep "
+      "over UCX (and gRPC for ps), print one row per (algorithm, size). Every process, "
+      "namespace and link started is removed, also on failure and Ctrl-C. On loopback, choose "
+      "UCX transports with UCX_TLS (e.g. UCX_TLS=tcp).");
   AddExperimentFlags(*cmd, options.experiment);
   cmd->add_option("--log-dir", options.log_dir,
                   "Folder for the daemons' logs (default: a new one under /tmp, removed after "
@@ -176,7 +178,11 @@ CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
       "Examples:\n"
       "  testbed local --workers 4 --algorithms naive,ring,tree,butterfly --sizes 4KiB:16MiB\n"
       "  UCX_TLS=tcp testbed local -n 4 -a ring -s 16MiB --iters 20 --out results.jsonl\n"
-      "  testbed local --spec experiments/specs/quick.textproto --format json");
+      "  testbed local --spec experiments/specs/quick.textproto --format json\n"
+      "  sudo testbed local --network netns --link-rate 1gbit -n 2,4,8 -s 64KiB:64MiB --out r.jsonl\n"
+      "  sudo testbed local --spec experiments/specs/traffic_tradeoffs.textproto --out r.jsonl\n"
+      "With --out R.jsonl a run also writes R.md, the course table of every run in R.jsonl\n"
+      "(testbed report R.jsonl prints it again).");
   return cmd;
 }
 
