@@ -41,6 +41,10 @@ std::string TransportLabel(const UcxTransport& transport) {
 
 // Ends the process at once: used when a sweep thread may be blocked inside
 // UCX, where neither joining nor destroying it is safe.
+// How long a worker whose sweep failed waits for the coordinator's Abort
+// before leaving: above the coordinator's 2 s hold-back on peer reports.
+constexpr auto kVerdictGrace = std::chrono::seconds(5);
+
 [[noreturn]] void ExitNow(int code) {
   spdlog::default_logger()->flush();
   std::_Exit(code);
@@ -236,6 +240,14 @@ int WorkerDaemon::Run() {
             spdlog::info("experiment {}: done", id);
           } else {
             fail(std::string(st.message()));
+            // Stay, endpoints open, for the coordinator's verdict: leaving
+            // now would make the ranks that talk to this one see *it* lost
+            // and name it, not the rank that really failed. The reader ends
+            // the process when the Abort comes; without one (no coordinator)
+            // it is woken after the grace period.
+            std::unique_lock lock(s.heartbeat_mu);
+            s.heartbeat_cv.wait_for(lock, kVerdictGrace, [&] { return s.stopping.load(); });
+            lock.unlock();
             s.context.TryCancel();  // wakes the reader
           }
           sweeping = false;
