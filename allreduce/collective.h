@@ -39,6 +39,10 @@ struct Collective {
   }
 };
 
+// The parameter server's name among the algorithms (specs, rows, the cost
+// model). It is no collective - it has no schedule - so it is not in the table.
+inline constexpr std::string_view kParameterServer = "ps";
+
 const std::vector<Collective>& AllCollectives();
 // The four all-reduce algorithms, in the order tables list them.
 std::vector<const Collective*> AllReduceAlgorithms();

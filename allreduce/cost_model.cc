@@ -67,7 +67,7 @@ CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t byte
 absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,
                                               int servers, std::int64_t bytes,
                                               std::int64_t element_size, const LinkModel& link) {
-  if (algorithm == kParameterServerAlgorithm) {
+  if (algorithm == kParameterServer) {
     return EstimateParameterServer(workers, servers, bytes, element_size, link);
   }
   const Collective* collective = FindCollective(algorithm);

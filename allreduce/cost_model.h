@@ -57,9 +57,6 @@ std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t ele
 CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
                                      std::int64_t element_size, const LinkModel& link);
 
-// The name the harness gives the parameter server among the algorithms.
-inline constexpr std::string_view kParameterServerAlgorithm = "ps";
-
 // ps (S = servers) or an all-reduce collective by name.
 absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,
                                                int servers, std::int64_t bytes,

@@ -68,7 +68,7 @@ std::int64_t ElementBytes(const MeasuredRow& row) {
 }  // namespace
 
 std::string BottleneckDescription(const std::string& algorithm) {
-  if (algorithm == "ps") return "the server's link: N·M/S in, then N·M/S out";
+  if (algorithm == kParameterServer) return "the server's link: N·M/S in, then N·M/S out";
   if (algorithm == "naive") return "every link: (N−1)·M out and (N−1)·M in";
   if (algorithm == "ring") return "every link: 2(N−1)/N·M each way";
   if (algorithm == "tree") return "an inner node's link: M per round, 2⌈log2 N⌉ rounds";
@@ -85,12 +85,15 @@ absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ost
   }
   if (rows.empty()) return absl::NotFoundError("no result records");
 
-  // The model fitted per (algorithm, transport) over every N and M of the file.
+  // Each row's rounds and busiest-link bytes (none for an unknown algorithm),
+  // and the model fitted per (algorithm, transport) over every N and M.
+  std::map<Key, CostEstimate> estimates;
   std::map<std::pair<std::string, std::string>, std::vector<FitPoint>> points;
   for (const auto& [key, row] : rows) {
     const auto e = EstimateAlgorithm(row.algorithm, row.workers, row.servers, row.bytes,
                                      ElementBytes(row), LinkModel{});
     if (e.ok()) {
+      estimates[key] = *e;
       points[{row.algorithm, row.transport}].push_back(
           FitPoint{e->rounds, e->bottleneck_bytes, row.time_us_avg * 1e-6});
     }
@@ -117,28 +120,28 @@ absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ost
              "measured | predicted (link) | predicted (fitted) | bottleneck link |\n"
           << "|---|---|---|---|---:|---:|---:|---:|---|\n";
     }
-    const auto e = EstimateAlgorithm(row.algorithm, row.workers, row.servers, row.bytes,
-                                     ElementBytes(row), LinkModel{});
+    const auto found = estimates.find(key);
+    const CostEstimate* e = found == estimates.end() ? nullptr : &found->second;
     std::string traffic = row.payload_bytes_total ? HumanBytes(*row.payload_bytes_total) : "?";
     if (row.theory_bytes_total) absl::StrAppend(&traffic, " / ", HumanBytes(*row.theory_bytes_total));
     // The wire bytes that carried the payload: an all-reduce's leave one
     // worker for another; ps pushes leave the workers and pulls arrive there.
     double wire_bytes = row.wire_bytes_sent_total.value_or(0);
-    if (row.algorithm == "ps") wire_bytes += row.wire_bytes_received_total.value_or(0);
+    if (row.algorithm == kParameterServer) wire_bytes += row.wire_bytes_received_total.value_or(0);
     const std::string wire = wire_bytes > 0 ? HumanBytes(wire_bytes) : "–";
-    const int rounds = row.rounds ? static_cast<int>(*row.rounds) : (e.ok() ? e->rounds : 0);
+    const int rounds = row.rounds ? static_cast<int>(*row.rounds) : (e ? e->rounds : 0);
     std::string linked = "–", fitted = "–";
     if (row.model_time_us && *row.model_time_us > 0) {
       linked = Microseconds(*row.model_time_us) + Ratio(row.time_us_avg, *row.model_time_us);
     }
-    if (auto fit = fits.find({row.algorithm, row.transport}); fit != fits.end() && e.ok()) {
+    if (auto fit = fits.find({row.algorithm, row.transport}); fit != fits.end() && e) {
       const double predicted_us =
           ModelTime(fit->second.link, e->rounds, e->bottleneck_bytes) * 1e6;
       fitted = Microseconds(predicted_us) + Ratio(row.time_us_avg, predicted_us);
     }
     std::string bottleneck = BottleneckDescription(row.algorithm);
-    if (e.ok()) absl::StrAppend(&bottleneck, " = ", HumanBytes(e->bottleneck_bytes));
-    if (row.algorithm == "ps") absl::StrAppend(&bottleneck, " (S = ", row.servers, ")");
+    if (e) absl::StrAppend(&bottleneck, " = ", HumanBytes(e->bottleneck_bytes));
+    if (row.algorithm == kParameterServer) absl::StrAppend(&bottleneck, " (S = ", row.servers, ")");
     out << "| " << row.algorithm << " | " << (row.transport.empty() ? "–" : row.transport)
         << " | " << traffic << " | " << wire << " | " << rounds << " | "
         << Microseconds(row.time_us_avg) << " | " << linked << " | " << fitted << " | "

@@ -266,22 +266,16 @@ int RunFit(const std::vector<MeasuredRow>& rows, const std::string& format_name,
   for (const MeasuredRow& row : rows) {
     const auto type = ParseDataType(row.dtype);
     const std::int64_t element = type ? static_cast<std::int64_t>(ElementSize(*type)) : 1;
-    const LinkModel none;
-    CostEstimate e;
-    if (row.algorithm == "ps") {
-      e = EstimateParameterServer(row.workers, row.servers, row.bytes, element, none);
-    } else {
-      const Collective* c = FindCollective(row.algorithm);
-      if (c == nullptr || !c->is_all_reduce()) {
-        err << "warning: skipping rows of unknown algorithm '" << row.algorithm << "'\n";
-        continue;
-      }
-      e = EstimateCollective(*c, row.workers, row.bytes, element, none);
+    const absl::StatusOr<CostEstimate> e =
+        EstimateAlgorithm(row.algorithm, row.workers, row.servers, row.bytes, element, LinkModel{});
+    if (!e.ok()) {
+      err << "warning: skipping rows of unknown algorithm '" << row.algorithm << "'\n";
+      continue;
     }
     const auto key = std::make_pair(row.algorithm, row.transport);
     if (!groups.contains(key)) order.push_back(key);
     Group& g = groups[key];
-    g.points.push_back(FitPoint{e.rounds, e.bottleneck_bytes, row.time_us_avg * 1e-6});
+    g.points.push_back(FitPoint{e->rounds, e->bottleneck_bytes, row.time_us_avg * 1e-6});
     g.sizes.insert(row.bytes);
     g.workers.insert(row.workers);
   }

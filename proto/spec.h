@@ -3,12 +3,10 @@
 #pragma once
 
 #include "absl/status/status.h"
+#include "allreduce/collective.h"  // kParameterServer: "ps" beside the all-reduces
 #include "proto/experiment.pb.h"
 
 namespace testbed {
-
-// The parameter server, in a spec's algorithm list beside the all-reduces.
-inline constexpr char kParameterServer[] = "ps";
 
 // Whether the spec runs the parameter server.
 bool UsesParameterServer(const proto::ExperimentSpec& spec);
