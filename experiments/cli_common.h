@@ -25,14 +25,32 @@ inline CLI::Validator CollectiveValidator(bool all_reduce_only) {
       all_reduce_only ? "ALGORITHM" : "COLLECTIVE");
 }
 
-inline CLI::Validator ByteSizeValidator() {
+// Accepts the parameter server and the four all-reduce algorithms: what
+// `testbed local`, `run` and `model` can run or predict.
+inline CLI::Validator AlgorithmValidator() {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
-        auto parsed = ParseByteSize(text);
+      [](std::string& name) -> std::string {
+        if (name == kParameterServer) return "";
+        const Collective* c = FindCollective(name);
+        if (c != nullptr && c->is_all_reduce()) return "";
+        return "unknown algorithm '" + name + "' (choose from " + std::string(kParameterServer) +
+               ", " + CollectiveNames(/*all_reduce_only=*/true) + ")";
+      },
+      "ALGORITHM");
+}
+
+// Accepts what `parse` accepts; otherwise says why, in parse's words.
+template <typename T>
+CLI::Validator StatusValidator(absl::StatusOr<T> (*parse)(std::string_view), const char* name) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        auto parsed = parse(text);
         return parsed.ok() ? "" : std::string(parsed.status().message());
       },
-      "SIZE");
+      name);
 }
+
+inline CLI::Validator ByteSizeValidator() { return StatusValidator(&ParseByteSize, "SIZE"); }
 
 inline CLI::Validator DataTypeValidator() {
   return CLI::IsMember({"float32", "float64", "int32"});

@@ -146,6 +146,15 @@ absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::Experime
   return status;
 }
 
+// Whether --out (if given) can be appended to; says why not. Checked before
+// anything starts, so a typo costs no run.
+bool CanWriteResults(const std::string& out) {
+  if (out.empty()) return true;
+  if (std::ofstream(out, std::ios::app)) return true;
+  std::cerr << "error: cannot write " << out << "\n";
+  return false;
+}
+
 // The exit code for a submission's status.
 int ExitCode(const absl::Status& status, const Interrupter& interrupter) {
   if (interrupter.interrupted()) {
@@ -312,13 +321,7 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     // (a container bridge, say), which makes runs hard to compare.
     setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
   }
-  if (!options.experiment.out.empty()) {
-    std::ofstream probe(options.experiment.out, std::ios::app);
-    if (!probe) {
-      std::cerr << "error: cannot write " << options.experiment.out << "\n";
-      return 2;
-    }
-  }
+  if (!CanWriteResults(options.experiment.out)) return 2;
   // One job per run: the daemons inherit these, and nothing else can join.
   const Credentials credentials{absl::StrCat("local-", getpid()), RandomHex(16)};
   setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
@@ -389,13 +392,7 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
     std::cerr << "error: " << credentials.status().message() << "\n";
     return 2;
   }
-  if (!options.experiment.out.empty()) {
-    std::ofstream probe(options.experiment.out, std::ios::app);
-    if (!probe) {
-      std::cerr << "error: cannot write " << options.experiment.out << "\n";
-      return 2;
-    }
-  }
+  if (!CanWriteResults(options.experiment.out)) return 2;
   Interrupter interrupter;
   SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
   RowSink sink(options.experiment);

@@ -50,12 +50,7 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                  "Comma-separated: naive,ring,tree,butterfly (all-reduce over UCX) and ps "
                  "(the parameter server over gRPC)")
       ->delimiter(',')
-      ->check(CLI::Validator(
-          [](std::string& name) -> std::string {
-            if (name == kParameterServer) return "";
-            return CollectiveValidator(/*all_reduce_only=*/true)(name);
-          },
-          "ALGORITHM"))
+      ->check(AlgorithmValidator())
       ->capture_default_str();
   cmd.add_option("--servers", f.servers, "Parameter-server shards S, for ps")
       ->check(CLI::Range(1, 64))
@@ -95,21 +90,11 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("--link-rate", f.link_rate,
                  "netns: each node's link rate, both directions, enforced by tc tbf (100mbit, "
                  "1gbit, 10gbit); also the cost model's beta for model_time_us")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            auto rate = ParseLinkRate(text);
-            return rate.ok() ? "" : std::string(rate.status().message());
-          },
-          "RATE"));
+      ->check(StatusValidator(&ParseLinkRate, "RATE"));
   cmd.add_option("--alpha", f.alpha,
                  "The cost model's latency per round, for model_time_us (shown with "
                  "--link-rate)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            auto alpha = ParseDuration(text);
-            return alpha.ok() ? "" : std::string(alpha.status().message());
-          },
-          "DURATION"))
+      ->check(StatusValidator(&ParseDuration, "DURATION"))
       ->capture_default_str();
 }
 

@@ -9,16 +9,6 @@
 namespace testbed {
 namespace {
 
-CLI::Validator StatusValidator(absl::StatusOr<double> (*parse)(std::string_view),
-                               const char* name) {
-  return CLI::Validator(
-      [parse](std::string& text) -> std::string {
-        auto parsed = parse(text);
-        return parsed.ok() ? "" : std::string(parsed.status().message());
-      },
-      name);
-}
-
 constexpr std::string_view kAllModelAlgorithms[] = {"ps", "naive", "ring", "tree", "butterfly"};
 
 }  // namespace
@@ -47,15 +37,7 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
   cmd->add_option("-a,--algorithms", options.algorithms,
                   "Comma-separated subset (default: ps,naive,ring,tree,butterfly)")
       ->delimiter(',')
-      ->check(CLI::Validator(
-          [](std::string& name) -> std::string {
-            if (name == "ps") return "";
-            const Collective* c = FindCollective(name);
-            if (c != nullptr && c->is_all_reduce()) return "";
-            return "unknown algorithm '" + name + "' (choose from ps, " +
-                   CollectiveNames(/*all_reduce_only=*/true) + ")";
-          },
-          "ALGORITHM"));
+      ->check(AlgorithmValidator());
   cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
       ->check(FormatValidator())
       ->capture_default_str();
@@ -98,22 +80,16 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
                "formula_bytes"});
   const int n = options.workers;
   for (const std::string& name : names) {
-    CostEstimate e;
-    std::int64_t formula = 0;
-    if (name == "ps") {
-      e = EstimateParameterServer(n, options.servers, *bytes, element, link);
-      formula = 2 * n * *bytes;
-    } else {
-      const Collective* c = FindCollective(name);
-      if (c == nullptr || !c->is_all_reduce()) {
-        err << "error: unknown algorithm '" << name << "'\n";
-        return 2;
-      }
-      e = EstimateCollective(*c, n, *bytes, element, link);
-      formula = c->formula_bytes(n, *bytes);
+    const absl::StatusOr<CostEstimate> e =
+        EstimateAlgorithm(name, n, options.servers, *bytes, element, link);
+    if (!e.ok()) {
+      err << "error: unknown algorithm '" << name << "'\n";
+      return 2;
     }
-    table.AddRow({name, std::int64_t{n}, *bytes, std::int64_t{e.rounds}, e.bottleneck_bytes,
-                  e.time_s * 1e6, formula});
+    const std::int64_t formula =
+        name == kParameterServer ? 2 * n * *bytes : FindCollective(name)->formula_bytes(n, *bytes);
+    table.AddRow({name, std::int64_t{n}, *bytes, std::int64_t{e->rounds}, e->bottleneck_bytes,
+                  e->time_s * 1e6, formula});
   }
   table.Print(*format, out);
   return 0;
