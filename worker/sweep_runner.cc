@@ -107,7 +107,15 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       };
       for (std::uint32_t i = 0; i < total; ++i) {
         // In-place collectives overwrite their input: restore it, untimed.
-        if (bytes > 0) std::memcpy(data.data(), pristine.data(), bytes);
+        // Ranks end an iteration at different times, and on shared cores an
+        // early rank's restore would run inside a late rank's timed window:
+        // a barrier first keeps the harness's copy out of every measurement.
+        if (bytes > 0) {
+          if (i > 0) {
+            if (absl::Status st = sync(); !st.ok()) return st;
+          }
+          std::memcpy(data.data(), pristine.data(), bytes);
+        }
         if (absl::Status st = sync(); !st.ok()) return st;
         reset_traffic();
         wire_before = ReadInterfaceBytes(env.net_device);
