@@ -1,5 +1,7 @@
 #include "worker/ps_client.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -24,8 +26,18 @@ PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credent
       credentials_(std::move(credentials)),
       timeout_(timeout),
       traffic_(addresses_.size()) {
+  Connect();
+}
+
+void PsClient::Connect() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(16 << 20);
+  // This client's connections are its own, so dropping its channels closes
+  // them (and with them any writes still queued on lent slices).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  push_pull_.clear();
+  stubs_.clear();
+  channels_.clear();
   for (const std::string& address : addresses_) {
     channels_.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
     stubs_.push_back(proto::ParameterServer::NewStub(channels_.back()));
@@ -72,7 +84,8 @@ absl::Status PsClient::Forget(const std::string& tensor) {
 }
 
 absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t worker,
-                                 std::uint64_t step, std::span<std::byte> data) {
+                                 std::uint64_t step, std::span<std::byte> data,
+                                 LentSlices& lent) {
   const Slice slice = slices_[s];
   grpc::ClientContext context;
   AttachCredentials(credentials_, context);
@@ -93,9 +106,8 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   do {  // an empty slice still sends one (empty) chunk: it names the step
     const std::size_t n = std::min(per_chunk, bytes - at);
     chunk.set_offset(slice.offset + static_cast<std::int64_t>(at / element_));
-    // One copy, into memory gRPC owns: the transport may still hold a
-    // message's slices after the call ends, when `data` may be gone.
-    const grpc::Slice payload(data.data() + begin + at, n);
+    // Lent, not copied: PushPull keeps `data` alive until gRPC lets go.
+    const grpc::Slice payload = lent.Lend(data.data() + begin + at, n);
     if (!stream->Write(EncodeChunk(chunk, kPushChunkPayloadField, std::span(&payload, 1)))) {
       break;  // the server ended the call: Finish says why
     }
@@ -122,6 +134,9 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
       return absl::DataLossError(absl::StrCat("parameter server shard ", s, " at ", addresses_[s],
                                               ": ", decoded.message()));
     }
+    // Overwriting pushed bytes that gRPC may still reference is safe: the
+    // shard serves values only once it has received every push of the step,
+    // so the socket has taken them and gRPC will not read them again.
     std::byte* to = data.data() + offset;
     for (const grpc::Slice& piece : payload.slices) {
       std::memcpy(to, piece.begin(), piece.size());
@@ -142,17 +157,40 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
 absl::Status PsClient::PushPull(const std::string& tensor, std::uint32_t worker,
                                 std::uint64_t step, std::span<std::byte> data) {
   if (slices_.size() != stubs_.size()) return absl::FailedPreconditionError("Declare first");
+  LentSlices lent;
   std::vector<absl::Status> status(stubs_.size());
   std::vector<std::thread> threads;
   for (std::size_t s = 1; s < stubs_.size(); ++s) {
-    threads.emplace_back([&, s] { status[s] = ShardStep(s, tensor, worker, step, data); });
+    threads.emplace_back([&, s] { status[s] = ShardStep(s, tensor, worker, step, data, lent); });
   }
-  status[0] = ShardStep(0, tensor, worker, step, data);  // shard 0 on this thread
+  status[0] = ShardStep(0, tensor, worker, step, data, lent);  // shard 0 on this thread
   for (std::thread& t : threads) t.join();
+  AwaitLentSlices(lent);
   for (const absl::Status& st : status) {
     if (!st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+void PsClient::AwaitLentSlices(LentSlices& lent) {
+  // After a completed step gRPC has let go already, or does within moments.
+  constexpr auto kReturnWait = std::chrono::seconds(1);
+  if (lent.WaitAllReturned(std::chrono::steady_clock::now() + kReturnWait)) return;
+  // A call that failed against a stalled shard can leave writes queued on a
+  // connection nobody reads: closing the connections ends them.
+  std::fprintf(stderr,
+               "parameter server client: gRPC still holds %zu slices of a pushed gradient "
+               "%lld s after the step; closing the connections to the shards\n",
+               lent.outstanding(), static_cast<long long>(kReturnWait.count()));
+  Connect();
+  constexpr auto kCloseWait = std::chrono::seconds(10);
+  if (lent.WaitAllReturned(std::chrono::steady_clock::now() + kCloseWait)) return;
+  // Returning would let the caller free memory gRPC may still read.
+  std::fprintf(stderr,
+               "fatal: gRPC still holds %zu slices of a pushed gradient %lld s after its "
+               "connections were closed; stopping rather than freeing memory in use\n",
+               lent.outstanding(), static_cast<long long>(kCloseWait.count()));
+  std::abort();
 }
 
 }  // namespace testbed

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
+#include "proto/lent_slices.h"
 
 namespace testbed {
 
@@ -38,6 +39,8 @@ class PsClient {
 
   // Pushes `gradient` (the whole tensor) for `step` and overwrites it, slice by
   // slice, with what the shards serve for that step. Shards run in parallel.
+  // The push sends `gradient` itself, not a copy: this returns only once gRPC
+  // holds no reference to it, whether the step succeeded or failed.
   absl::Status PushPull(const std::string& tensor, std::uint32_t worker, std::uint64_t step,
                         std::span<std::byte> gradient_then_result);
 
@@ -56,7 +59,12 @@ class PsClient {
   // `status` of a call to `shard`, as an error naming the shard and its address.
   absl::Status ShardError(std::size_t shard, const grpc::Status& status) const;
   absl::Status ShardStep(int shard, const std::string& tensor, std::uint32_t worker,
-                         std::uint64_t step, std::span<std::byte> data);
+                         std::uint64_t step, std::span<std::byte> data, LentSlices& lent);
+  // (Re)opens one channel per shard; dropping the old ones closes their connections.
+  void Connect();
+  // Returns once gRPC holds none of `lent`, closing the connections if it
+  // keeps them; stops the process if even that does not free them.
+  void AwaitLentSlices(LentSlices& lent);
 
   std::vector<std::string> addresses_;
   Credentials credentials_;
