@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/chunk_wire.h"
 #include "proto/grpc_status.h"
+#include "proto/lent_slices.h"
 
 namespace testbed {
 
@@ -125,48 +126,20 @@ template <typename Writer>
 absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& context,
                                                const std::string& tensor, std::uint64_t step,
                                                Writer& writer) {
-  std::shared_ptr<PullCache> cache;
-  {
-    std::lock_guard lock(cache_mu_);
-    std::shared_ptr<PullCache>& slot = cache_[tensor];
-    if (!slot) slot = std::make_shared<PullCache>();
-    cache = slot;
-  }
-  std::shared_ptr<const PulledStep> values;
-  {
-    std::lock_guard build(cache->build_mu);
-    {
-      std::lock_guard lock(cache_mu_);
-      if (cache->latest && cache->latest->step == step) values = cache->latest;
-    }
-    if (!values) {
-      auto built = std::make_shared<PulledStep>();
-      built->step = step;
-      absl::Status st = store_.Pull(tensor, step, PullDeadline(context), kChunkBytes,
-                                    [&](std::int64_t offset, std::span<const std::byte> data) {
-                                      // The step's one copy: the store's values
-                                      // change with the next step, these slices
-                                      // live as long as a writer holds them.
-                                      const grpc::Slice payload(data.data(), data.size());
-                                      proto::ValueChunk header;
-                                      header.set_offset(offset);
-                                      built->chunks.push_back(
-                                          {EncodeChunk(header, kValueChunkPayloadField,
-                                                       std::span(&payload, 1)),
-                                           data.size()});
-                                      return true;
-                                    });
-      if (!st.ok()) return st;
-      std::lock_guard lock(cache_mu_);
-      cache->latest = built;
-      values = built;
-    }
-  }
-  for (const PulledStep::Chunk& chunk : values->chunks) {
-    if (!writer.Write(chunk.message)) return absl::CancelledError("the puller went away");
-    bytes_sent_ += chunk.payload_bytes;
-  }
-  return absl::OkStatus();
+  return store_.Pull(tensor, step, PullDeadline(context),
+                     [&](std::int64_t offset, std::span<const std::byte> data,
+                         const std::shared_ptr<const void>& owner) {
+                       // The store's values themselves, held until sent: no copy.
+                       const grpc::Slice payload = SharedSlice(data, owner);
+                       proto::ValueChunk header;
+                       header.set_offset(offset);
+                       if (!writer.Write(EncodeChunk(header, kValueChunkPayloadField,
+                                                     std::span(&payload, 1)))) {
+                         return false;
+                       }
+                       bytes_sent_ += data.size();
+                       return true;
+                     });
 }
 
 grpc::Status ParameterServerService::Pull(grpc::ServerContext* context,
@@ -191,8 +164,6 @@ grpc::Status ParameterServerService::Forget(grpc::ServerContext* context,
                                             proto::ForgetReply*) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
   store_.Forget(request->tensor());
-  std::lock_guard lock(cache_mu_);
-  cache_.erase(request->tensor());
   return grpc::Status::OK;
 }
 

@@ -9,25 +9,56 @@
 
 namespace testbed {
 
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+// One worker's complete push of one step: pieces that together cover the
+// slice in order, and the owners that keep their memory alive.
+struct StagedPush {
+  std::vector<std::span<const std::byte>> pieces;
+  std::vector<std::shared_ptr<const void>> owners;
+};
+
+enum class ChunkState : std::uint8_t { kPending, kWorking, kDone };
+
+}  // namespace
+
 struct ParameterStore::Tensor {
   proto::TensorSpec spec;
   int shards = 1, shard = 0;
   Slice slice;
   DataType type = DataType::kFloat32;
   std::size_t element = 4;
+  std::size_t chunk_elements = 1;  // per worked-out and pulled chunk
 
   std::mutex mu;
-  std::condition_variable completed_cv;
-  std::uint64_t completed = 0;          // the last complete step
-  std::vector<bool> pushed;             // by worker, for step completed + 1
-  std::uint32_t pushes = 0;             // how many are true
-  std::vector<std::byte> sum;           // gradients of the open step, summed (the first
-                                        // push of a step overwrites it: no zeroing)
-  std::vector<std::byte> values;        // what pulls of `completed` get
-  std::vector<double> velocity, second; // optimizer state (momentum / Adam)
+  std::condition_variable completed_cv;  // a step completed
+  std::condition_variable chunk_cv;      // a chunk of the served step was worked out
+  std::uint64_t completed = 0;           // the last complete step
+  std::vector<bool> pushed;              // by worker, for step completed + 1
+  std::uint32_t pushes = 0;              // how many are true
+  std::vector<StagedPush> open;          // by worker: the pushes of step completed + 1
+
+  // The served step (`completed`), worked out chunk by chunk.
+  std::vector<StagedPush> gradients;     // its pushes, until every chunk is worked out
+  std::vector<ChunkState> chunks;
+  std::size_t chunks_pending = 0;        // not kDone
+  std::shared_ptr<Bytes> values;         // what pulls of `completed` get
+  std::shared_ptr<const Bytes> previous; // the values before it, where optimizers start
+                                         // (unused, null, for NONE)
+  std::vector<std::shared_ptr<Bytes>> spares;  // buffers for the next steps' values
+  std::vector<double> velocity, second;  // optimizer state (momentum / Adam)
 
   std::size_t bytes() const { return static_cast<std::size_t>(slice.count) * element; }
   std::string Name() const { return absl::StrCat("tensor '", spec.name(), "'"); }
+  // Elements [begin, end) of the slice form chunk `k`.
+  std::int64_t ChunkBegin(std::size_t k) const {
+    return static_cast<std::int64_t>(k * chunk_elements);
+  }
+  std::int64_t ChunkEnd(std::size_t k) const {
+    return std::min<std::int64_t>(slice.count, ChunkBegin(k + 1));
+  }
 };
 
 namespace {
@@ -87,30 +118,77 @@ void AddPiecesInto(std::byte* dst, std::span<const std::span<const std::byte>> p
   }
 }
 
-// Turns the summed gradient into the values pulls will see.
-template <typename T>
-void Apply(const proto::Optimizer& opt, std::uint64_t step, std::uint32_t workers,
-           std::vector<std::byte>& sum, std::vector<std::byte>& values,
-           std::vector<double>& velocity, std::vector<double>& second) {
-  const std::int64_t n = static_cast<std::int64_t>(sum.size() / sizeof(T));
-  T* g = reinterpret_cast<T*>(sum.data());
-  if (opt.average()) {
-    for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / static_cast<T>(workers));
+// The pieces of `push` that hold bytes [begin, begin + size) of the slice.
+void ClipPieces(const StagedPush& push, std::size_t begin, std::size_t size,
+                std::vector<std::span<const std::byte>>& out) {
+  out.clear();
+  std::size_t at = 0;  // where the current piece starts in the slice
+  for (const std::span<const std::byte> piece : push.pieces) {
+    const std::size_t piece_end = at + piece.size();
+    if (piece_end > begin && at < begin + size) {
+      const std::size_t from = std::max(at, begin), to = std::min(piece_end, begin + size);
+      out.push_back(piece.subspan(from - at, to - from));
+    }
+    if (piece_end >= begin + size) break;
+    at = piece_end;
   }
-  if (opt.kind() == proto::Optimizer::NONE) {
-    values.swap(sum);  // the aggregate itself; the next step's first push overwrites `sum`
+}
+
+// Sums elements [begin, end) of every push into `g`.
+template <typename T>
+void SumChunk(const std::vector<StagedPush>& pushes, std::int64_t begin, std::int64_t end, T* g) {
+  std::vector<std::span<const std::byte>> pieces;
+  const std::size_t from = static_cast<std::size_t>(begin) * sizeof(T);
+  const std::size_t size = static_cast<std::size_t>(end - begin) * sizeof(T);
+  for (std::size_t w = 0; w < pushes.size(); ++w) {
+    ClipPieces(pushes[w], from, size, pieces);
+    if (w == 0) {  // the first gradient is copied, not added to zeros
+      std::byte* dst = reinterpret_cast<std::byte*>(g);
+      for (const std::span<const std::byte> piece : pieces) {
+        std::memcpy(dst, piece.data(), piece.size());
+        dst += piece.size();
+      }
+    } else {
+      AddPiecesInto<T>(reinterpret_cast<std::byte*>(g), pieces);
+    }
+  }
+}
+
+// Works out elements [begin, end) of a step's values: sums the gradients,
+// averages them if asked, and applies the optimizer, starting from `prev`.
+template <typename T>
+void WorkOutChunk(const proto::Optimizer& opt, std::uint64_t step,
+                  const std::vector<StagedPush>& pushes, std::int64_t begin, std::int64_t end,
+                  const T* prev, T* w, std::vector<double>& velocity, std::vector<double>& second) {
+  const std::int64_t n = end - begin;
+  const auto workers = static_cast<T>(pushes.size());
+  if (opt.kind() == proto::Optimizer::NONE) {  // the aggregate itself, summed in place
+    T* g = w + begin;
+    SumChunk<T>(pushes, begin, end, g);
+    if (opt.average()) {
+      for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / workers);
+    }
     return;
   }
-  T* w = reinterpret_cast<T*>(values.data());
+  std::vector<T> gradient(static_cast<std::size_t>(n));
+  T* g = gradient.data();
+  SumChunk<T>(pushes, begin, end, g);
+  if (opt.average()) {
+    for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / workers);
+  }
   const double lr = opt.learning_rate();
+  double* v = velocity.data() + begin;
+  double* m2 = second.data() + begin;
+  prev += begin;
+  w += begin;
   switch (opt.kind()) {
     case proto::Optimizer::SGD:
-      for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<T>(w[i] - lr * g[i]);
+      for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<T>(prev[i] - lr * g[i]);
       break;
     case proto::Optimizer::MOMENTUM:
       for (std::int64_t i = 0; i < n; ++i) {
-        velocity[i] = opt.momentum() * velocity[i] + g[i];
-        w[i] = static_cast<T>(w[i] - lr * velocity[i]);
+        v[i] = opt.momentum() * v[i] + g[i];
+        w[i] = static_cast<T>(prev[i] - lr * v[i]);
       }
       break;
     case proto::Optimizer::ADAM: {
@@ -120,15 +198,29 @@ void Apply(const proto::Optimizer& opt, std::uint64_t step, std::uint32_t worker
       const double c1 = 1 - std::pow(b1, static_cast<double>(step));
       const double c2 = 1 - std::pow(b2, static_cast<double>(step));
       for (std::int64_t i = 0; i < n; ++i) {
-        velocity[i] = b1 * velocity[i] + (1 - b1) * g[i];
-        second[i] = b2 * second[i] + (1 - b2) * static_cast<double>(g[i]) * g[i];
-        w[i] = static_cast<T>(w[i] - lr * (velocity[i] / c1) / (std::sqrt(second[i] / c2) + eps));
+        v[i] = b1 * v[i] + (1 - b1) * g[i];
+        m2[i] = b2 * m2[i] + (1 - b2) * static_cast<double>(g[i]) * g[i];
+        w[i] = static_cast<T>(prev[i] - lr * (v[i] / c1) / (std::sqrt(m2[i] / c2) + eps));
       }
       break;
     }
     default:
       break;
   }
+}
+
+// A buffer for a step's values that nothing else references (a pull's
+// lingering reference keeps its buffer out of use), reused when one is free.
+std::shared_ptr<Bytes> TakeFreeBuffer(std::vector<std::shared_ptr<Bytes>>& spares,
+                                      std::size_t bytes) {
+  for (auto it = spares.begin(); it != spares.end(); ++it) {
+    if (it->use_count() == 1) {
+      std::shared_ptr<Bytes> free = std::move(*it);
+      spares.erase(it);
+      return free;
+    }
+  }
+  return std::make_shared<Bytes>(bytes);
 }
 
 }  // namespace
@@ -179,9 +271,18 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   t->type = *type;
   t->element = ElementSize(*type);
   t->pushed.assign(spec.workers(), false);
-  // Touch everything now, not during the first timed step.
-  t->sum.assign(t->bytes(), std::byte{0});
-  t->values.assign(t->bytes(), std::byte{0});
+  t->open.resize(spec.workers());
+  t->chunk_elements = std::max<std::size_t>(1, chunk_bytes_ / t->element);
+  // Step 0 is served: all zeros, every chunk worked out. Its buffer and a
+  // spare for step 1 are touched now, not during the first timed step.
+  t->values = std::make_shared<Bytes>(t->bytes());
+  if (spec.optimizer().kind() != proto::Optimizer::NONE) {  // only optimizers start from it
+    t->previous = std::make_shared<const Bytes>(t->bytes());
+  }
+  t->spares.push_back(std::make_shared<Bytes>(t->bytes()));
+  const std::size_t chunks =
+      (static_cast<std::size_t>(chunk.count) + t->chunk_elements - 1) / t->chunk_elements;
+  t->chunks.assign(chunks, ChunkState::kDone);
   if (spec.optimizer().kind() == proto::Optimizer::MOMENTUM ||
       spec.optimizer().kind() == proto::Optimizer::ADAM) {
     t->velocity.assign(chunk.count, 0.0);
@@ -266,6 +367,44 @@ absl::Status ParameterStore::PushSession::AddChunk(
   return absl::OkStatus();
 }
 
+// Works out chunk `k` of the served step, or waits while another thread does.
+// `lock` holds t.mu; it is released while the chunk is summed.
+void ParameterStore::WorkOut(Tensor& t, std::size_t k, std::unique_lock<std::mutex>& lock) {
+  while (t.chunks[k] == ChunkState::kWorking) t.chunk_cv.wait(lock);
+  if (t.chunks[k] == ChunkState::kDone) return;
+  t.chunks[k] = ChunkState::kWorking;
+  // The served step cannot change while a chunk of it is pending, so these
+  // stay valid unlocked; every thread works on a chunk of its own.
+  const std::vector<StagedPush>& gradients = t.gradients;
+  std::byte* values = t.values->data();
+  const std::byte* previous = t.previous ? t.previous->data() : nullptr;
+  const std::uint64_t step = t.completed;
+  lock.unlock();
+  const std::int64_t begin = t.ChunkBegin(k), end = t.ChunkEnd(k);
+  const proto::Optimizer& opt = t.spec.optimizer();
+  switch (t.type) {
+    case DataType::kFloat32:
+      WorkOutChunk<float>(opt, step, gradients, begin, end,
+                          reinterpret_cast<const float*>(previous),
+                          reinterpret_cast<float*>(values), t.velocity, t.second);
+      break;
+    case DataType::kFloat64:
+      WorkOutChunk<double>(opt, step, gradients, begin, end,
+                           reinterpret_cast<const double*>(previous),
+                           reinterpret_cast<double*>(values), t.velocity, t.second);
+      break;
+    case DataType::kInt32:
+      WorkOutChunk<std::int32_t>(opt, step, gradients, begin, end,
+                                 reinterpret_cast<const std::int32_t*>(previous),
+                                 reinterpret_cast<std::int32_t*>(values), t.velocity, t.second);
+      break;
+  }
+  lock.lock();
+  t.chunks[k] = ChunkState::kDone;
+  if (--t.chunks_pending == 0) t.gradients.clear();  // the received memory goes back
+  t.chunk_cv.notify_all();
+}
+
 absl::Status ParameterStore::PushSession::Commit() {
   Tensor& t = *tensor_;
   if (next_ != t.slice.count) {
@@ -273,43 +412,36 @@ absl::Status ParameterStore::PushSession::Commit() {
                                                    " covered ", next_, " of ", t.slice.count,
                                                    " elements"));
   }
-  std::lock_guard lock(t.mu);
+  std::unique_lock lock(t.mu);
   if (step_ != t.completed + 1 || t.pushed[worker_]) {
     return absl::FailedPreconditionError(
         absl::StrCat(t.Name(), ": step ", step_, " closed while worker ", worker_, " pushed"));
   }
-  if (t.pushes == 0) {
-    // The step's first gradient is copied, not added to zeros: that saves
-    // zeroing the sum after every step and a pass over it.
-    std::byte* dst = t.sum.data();
-    for (const std::span<const std::byte> piece : pieces_) {
-      std::memcpy(dst, piece.data(), piece.size());
-      dst += piece.size();
-    }
-  } else {
-    switch (t.type) {
-      case DataType::kFloat32: AddPiecesInto<float>(t.sum.data(), pieces_); break;
-      case DataType::kFloat64: AddPiecesInto<double>(t.sum.data(), pieces_); break;
-      case DataType::kInt32: AddPiecesInto<std::int32_t>(t.sum.data(), pieces_); break;
-    }
-  }
-  pieces_.clear();
-  owners_.clear();
+  t.open[worker_] = StagedPush{std::move(pieces_), std::move(owners_)};
   t.pushed[worker_] = true;
   if (++t.pushes < t.spec.workers()) return absl::OkStatus();
 
-  const proto::Optimizer& opt = t.spec.optimizer();
-  switch (t.type) {
-    case DataType::kFloat32:
-      Apply<float>(opt, step_, t.spec.workers(), t.sum, t.values, t.velocity, t.second);
-      break;
-    case DataType::kFloat64:
-      Apply<double>(opt, step_, t.spec.workers(), t.sum, t.values, t.velocity, t.second);
-      break;
-    case DataType::kInt32:
-      Apply<std::int32_t>(opt, step_, t.spec.workers(), t.sum, t.values, t.velocity, t.second);
-      break;
+  // The last push: the previous step must be whole before this one is served
+  // (the optimizers start from its values).
+  for (std::size_t k = 0; k < t.chunks.size(); ++k) store_.WorkOut(t, k, lock);
+  if (t.spec.optimizer().kind() == proto::Optimizer::NONE) {
+    t.spares.push_back(std::move(t.values));  // nothing starts from the old sum
+  } else {
+    auto old = std::const_pointer_cast<Bytes>(std::move(t.previous));
+    t.spares.push_back(std::move(old));
+    t.previous = std::move(t.values);
   }
+  t.values = TakeFreeBuffer(t.spares, t.bytes());
+  while (t.spares.size() > 2) {  // let go of buffers pulls still hold first
+    auto held = std::find_if(t.spares.begin(), t.spares.end(),
+                             [](const auto& b) { return b.use_count() > 1; });
+    t.spares.erase(held != t.spares.end() ? held : t.spares.begin());
+  }
+  t.gradients.swap(t.open);
+  t.open.assign(t.spec.workers(), StagedPush{});
+  t.chunks.assign(t.chunks.size(), ChunkState::kPending);
+  t.chunks_pending = t.chunks.size();
+  if (t.chunks.empty()) t.gradients.clear();
   std::fill(t.pushed.begin(), t.pushed.end(), false);
   t.pushes = 0;
   t.completed = step_;
@@ -319,7 +451,7 @@ absl::Status ParameterStore::PushSession::Commit() {
 
 absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
                                   std::chrono::steady_clock::time_point deadline,
-                                  std::size_t chunk_bytes, const EmitChunk& emit) {
+                                  const EmitChunk& emit) {
   std::shared_ptr<Tensor> t = Find(name);
   if (!t) return absl::NotFoundError(absl::StrCat("no tensor '", name, "' on this shard"));
   std::unique_lock lock(t->mu);
@@ -341,22 +473,21 @@ absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
                                                       "workers ", names));
     }
   }
-  if (t->completed != step) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        t->Name(), ": step ", step, " is gone; this shard holds step ", t->completed));
-  }
-  // Synchronous workers cannot complete another step while this one is being
-  // pulled (see the file comment), so the values can be sent without the lock.
-  lock.unlock();
-  const std::size_t per_chunk = std::max<std::size_t>(t->element, chunk_bytes / t->element * t->element);
-  const std::size_t total = t->bytes();
-  for (std::size_t at = 0; at < total; at += per_chunk) {
-    const std::size_t n = std::min(per_chunk, total - at);
-    if (!emit(t->slice.offset + static_cast<std::int64_t>(at / t->element),
-              std::span<const std::byte>(t->values.data() + at, n))) {
+  for (std::size_t k = 0; k < t->chunks.size(); ++k) {
+    if (t->completed != step) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          t->Name(), ": step ", step, " is gone; this shard holds step ", t->completed));
+    }
+    WorkOut(*t, k, lock);
+    std::shared_ptr<const Bytes> values = t->values;  // held by the transport while it sends
+    lock.unlock();
+    const std::size_t at = static_cast<std::size_t>(t->ChunkBegin(k)) * t->element;
+    const std::size_t n = static_cast<std::size_t>(t->ChunkEnd(k) - t->ChunkBegin(k)) * t->element;
+    if (!emit(t->slice.offset + t->ChunkBegin(k), std::span(values->data() + at, n), values)) {
       return absl::CancelledError("the puller went away");
     }
     bytes_sent_ += n;
+    lock.lock();
   }
   return absl::OkStatus();
 }

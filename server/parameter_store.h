@@ -3,13 +3,24 @@
 //
 // A step of a tensor completes when all N workers have pushed it. Each push
 // keeps its chunks (moved in, not copied) until the push is complete and
-// valid, and only then adds them in, so a refused push changes nothing. On completion the
-// shard sums (or averages) the gradients and applies the optimizer to its
+// valid, and only then joins the step, so a refused push changes nothing. The
+// shard then sums (or averages) the gradients and applies the optimizer to its
 // slice: NONE serves the sum itself (exactly the all-reduce result), SGD,
-// momentum and Adam serve the updated parameters (which start at zero). A pull
-// of step t waits until step t is complete; the shard keeps only the latest
-// step, which is enough for synchronous workers (each pulls step t before it
-// pushes t+1, so step t+1 cannot complete under a pull of step t).
+// momentum and Adam serve the updated parameters (which start at zero).
+//
+// The completed step is worked out chunk by chunk, by whichever pull first
+// needs a chunk: all N gradients of a chunk are summed while the chunk sits in
+// cache, and pulls stream the first chunks while others are still summed.
+// Adding each push in as it completed instead cost a copy and N-1 passes over
+// the whole slice, most of them in a row on one core after the last push
+// (N = 4, 64 MiB: about a tenth of the step). Pulls get the values without a
+// copy, with a reference that keeps their memory unchanged until released.
+//
+// A pull of step t waits until step t is complete; the shard keeps only the
+// latest step, which is enough for synchronous workers (each pulls step t
+// before it pushes t+1, so step t+1 cannot complete under a pull of step t).
+// A step completed while the previous one is not fully worked out (a client
+// that pushes without pulling) finishes the previous one first.
 //
 // Thread-safety: all methods are thread-safe. One PushSession belongs to one
 // thread (one gRPC stream).
@@ -41,7 +52,11 @@ class ParameterStore {
     std::int64_t count = 0;
   };
 
-  ParameterStore() = default;
+  // Values are worked out and pulled in chunks of this many bytes (whole
+  // elements, at least one).
+  static constexpr std::size_t kDefaultChunkBytes = 1 << 20;
+  explicit ParameterStore(std::size_t chunk_bytes = kDefaultChunkBytes)
+      : chunk_bytes_(chunk_bytes) {}
   ~ParameterStore();
 
  private:
@@ -62,10 +77,11 @@ class ParameterStore {
     absl::Status AddChunk(std::int64_t offset, std::span<const std::byte> data);
     // A chunk in pieces, as a transport received it (an element may straddle
     // two pieces), staged without a copy: `owner` keeps the pieces' memory
-    // alive until Commit() has added them in.
+    // alive until the step's values no longer need them.
     absl::Status AddChunk(std::int64_t offset, std::span<const std::span<const std::byte>> pieces,
                           std::shared_ptr<const void> owner);
-    // Adds the staged gradient in; the last worker's commit completes the step.
+    // Hands the staged gradient to the step; the last worker's commit
+    // completes it.
     absl::Status Commit();
 
    private:
@@ -88,11 +104,13 @@ class ParameterStore {
                                                          std::uint32_t worker, std::uint64_t step);
 
   // Waits (until `deadline`) for step `step` to complete, then hands the
-  // slice's values to `emit` in chunks of at most `chunk_bytes`.
-  using EmitChunk = std::function<bool(std::int64_t offset, std::span<const std::byte> data)>;
+  // slice's values to `emit` in order, in chunks of the store's chunk size.
+  // `data` stays valid and unchanged while a copy of `owner` is held, so a
+  // transport may send it without copying; `emit` returns false to stop.
+  using EmitChunk = std::function<bool(std::int64_t offset, std::span<const std::byte> data,
+                                       const std::shared_ptr<const void>& owner)>;
   absl::Status Pull(const std::string& tensor, std::uint64_t step,
-                    std::chrono::steady_clock::time_point deadline, std::size_t chunk_bytes,
-                    const EmitChunk& emit);
+                    std::chrono::steady_clock::time_point deadline, const EmitChunk& emit);
 
   // Frees a tensor; pushes and pulls under way keep their own reference.
   void Forget(const std::string& tensor);
@@ -105,6 +123,9 @@ class ParameterStore {
 
  private:
   std::shared_ptr<Tensor> Find(const std::string& name);
+  void WorkOut(Tensor& t, std::size_t chunk, std::unique_lock<std::mutex>& lock);
+
+  const std::size_t chunk_bytes_;
 
   std::mutex mu_;  // guards tensors_ and shutdown_
   std::map<std::string, std::shared_ptr<Tensor>> tensors_;

@@ -48,8 +48,9 @@ absl::Status Push(ParameterStore& store, const std::string& name, std::uint32_t 
 std::vector<float> Pull(ParameterStore& store, const std::string& name, std::uint64_t step,
                         absl::Status* status = nullptr) {
   std::vector<float> out;
-  const absl::Status st = store.Pull(name, step, Clock::now() + std::chrono::seconds(5), 8,
-                                     [&](std::int64_t, std::span<const std::byte> data) {
+  const absl::Status st = store.Pull(name, step, Clock::now() + std::chrono::seconds(5),
+                                     [&](std::int64_t, std::span<const std::byte> data,
+                                         const std::shared_ptr<const void>&) {
                                        const float* f = reinterpret_cast<const float*>(data.data());
                                        out.insert(out.end(), f, f + data.size() / 4);
                                        return true;
@@ -78,7 +79,12 @@ TEST(ParameterStoreTest, AggregatesTheSumOfAllWorkersEachStep) {
 // A transport delivers a chunk in pieces cut anywhere, also inside an element;
 // the store sums them as if they were one.
 TEST(ParameterStoreTest, SumsChunksWhosePiecesSplitElements) {
-  ParameterStore store;
+  // Values are worked out in chunks of the store's size: chunk ends fall
+  // inside pieces and between them.
+  for (std::size_t chunk_bytes : {ParameterStore::kDefaultChunkBytes, std::size_t{4},
+                                  std::size_t{12}, std::size_t{260}}) {
+  SCOPED_TRACE(chunk_bytes);
+  ParameterStore store(chunk_bytes);
   constexpr int kCount = 300;  // more than one vectorized block, plus a tail
   ASSERT_TRUE(store.Declare(Spec("w", kCount, 2), 1, 0).ok());
   std::vector<float> expected(kCount);
@@ -103,6 +109,7 @@ TEST(ParameterStoreTest, SumsChunksWhosePiecesSplitElements) {
     ASSERT_TRUE((*session)->Commit().ok());
   }
   EXPECT_EQ(Pull(store, "w", 1), expected);
+  }
 }
 
 TEST(ParameterStoreTest, AveragesWhenAsked) {
@@ -126,7 +133,7 @@ TEST(ParameterStoreTest, OptimizersMatchAHandComputedReference) {
   for (const Case& c : {Case{proto::Optimizer::SGD, 0.1, 0}, Case{proto::Optimizer::MOMENTUM, 0.1, 0.9},
                         Case{proto::Optimizer::ADAM, 0.01, 0}}) {
     SCOPED_TRACE(proto::Optimizer::Kind_Name(c.kind));
-    ParameterStore store;
+    ParameterStore store(/*chunk_bytes=*/8);  // each chunk starts from its own offset
     proto::TensorSpec spec = Spec("w", 3, 2, c.kind);
     spec.mutable_optimizer()->set_learning_rate(c.lr);
     spec.mutable_optimizer()->set_momentum(c.momentum);
@@ -225,8 +232,9 @@ TEST(ParameterStoreTest, PullWaitsForTheStepAndTimesOutNamingMissingWorkers) {
   ParameterStore store;
   ASSERT_TRUE(store.Declare(Spec("w", 2, 3), 1, 0).ok());
   ASSERT_TRUE(Push(store, "w", 1, 1, 0, {1, 1}).ok());
-  absl::Status st = store.Pull("w", 1, Clock::now() + std::chrono::milliseconds(100), 64,
-                               [](std::int64_t, std::span<const std::byte>) { return true; });
+  absl::Status st = store.Pull(
+      "w", 1, Clock::now() + std::chrono::milliseconds(100),
+      [](std::int64_t, std::span<const std::byte>, const auto&) { return true; });
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(st.message().find("workers 0, 2"), std::string::npos) << st;
 
@@ -236,6 +244,93 @@ TEST(ParameterStoreTest, PullWaitsForTheStepAndTimesOutNamingMissingWorkers) {
   ASSERT_TRUE(Push(store, "w", 2, 1, 0, {3, 3}).ok());
   puller.join();
   EXPECT_EQ(got, (std::vector<float>{6, 6}));
+}
+
+// A pull's values may be sent after the pull returns (a transport holds them
+// by `owner`): later steps must not write into them meanwhile.
+TEST(ParameterStoreTest, HeldValuesStayUnchangedThroughLaterSteps) {
+  for (const auto kind : {proto::Optimizer::NONE, proto::Optimizer::SGD}) {
+    SCOPED_TRACE(proto::Optimizer::Kind_Name(kind));
+    ParameterStore store(/*chunk_bytes=*/8);
+    proto::TensorSpec spec = Spec("w", 5, 2, kind);
+    spec.mutable_optimizer()->set_learning_rate(1);
+    ASSERT_TRUE(store.Declare(spec, 1, 0).ok());
+    std::vector<std::shared_ptr<const void>> held;
+    std::vector<std::span<const std::byte>> spans;
+    std::vector<float> first;
+    for (std::uint64_t step = 1; step <= 4; ++step) {
+      for (std::uint32_t w = 0; w < 2; ++w) {
+        ASSERT_TRUE(Push(store, "w", w, step, 0, std::vector<float>(5, step * 10.0f + w)).ok());
+      }
+      if (step == 1) {  // keep step 1's values as a transport would
+        ASSERT_TRUE(store
+                        .Pull("w", 1, Clock::now() + std::chrono::seconds(5),
+                              [&](std::int64_t, std::span<const std::byte> data,
+                                  const std::shared_ptr<const void>& owner) {
+                                held.push_back(owner);
+                                spans.push_back(data);
+                                const float* f = reinterpret_cast<const float*>(data.data());
+                                first.insert(first.end(), f, f + data.size() / 4);
+                                return true;
+                              })
+                        .ok());
+      } else {
+        EXPECT_EQ(Pull(store, "w", step).size(), 5u);
+      }
+    }
+    std::vector<float> still;
+    for (std::span<const std::byte> data : spans) {
+      const float* f = reinterpret_cast<const float*>(data.data());
+      still.insert(still.end(), f, f + data.size() / 4);
+    }
+    EXPECT_EQ(still, first);
+    EXPECT_EQ(first, std::vector<float>(5, kind == proto::Optimizer::NONE ? 21.0f : -21.0f));
+  }
+}
+
+// N workers push and pull at once; each chunk is summed by whichever pull
+// gets to it first, and every puller sees the exact sum.
+TEST(ParameterStoreTest, ConcurrentPullersAllGetTheExactSum) {
+  constexpr std::uint32_t kWorkers = 4;
+  constexpr int kCount = 1001, kSteps = 20;
+  ParameterStore store(/*chunk_bytes=*/12);
+  ASSERT_TRUE(store.Declare(Spec("w", kCount, kWorkers), 1, 0).ok());
+  std::vector<int> wrong(kWorkers, 0);
+  std::vector<std::thread> workers;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      for (std::uint64_t step = 1; step <= kSteps; ++step) {
+        std::vector<float> g(kCount);
+        for (int i = 0; i < kCount; ++i) g[i] = static_cast<float>(step * 1000 + w * 100 + i);
+        if (!Push(store, "w", w, step, 0, g, 97).ok()) {
+          ++wrong[w];
+          return;
+        }
+        const std::vector<float> sum = Pull(store, "w", step);
+        for (int i = 0; i < kCount; ++i) {
+          const float want = static_cast<float>(kWorkers * (step * 1000 + i) + 600);
+          if (i >= static_cast<int>(sum.size()) || sum[i] != want) ++wrong[w];
+        }
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(kWorkers, 0));
+}
+
+// A client may push without pulling; every step still updates the parameters.
+TEST(ParameterStoreTest, StepsNobodyPulledStillApplyTheOptimizer) {
+  ParameterStore store(/*chunk_bytes=*/4);
+  proto::TensorSpec spec = Spec("w", 3, 2, proto::Optimizer::SGD);
+  spec.mutable_optimizer()->set_learning_rate(0.5);
+  ASSERT_TRUE(store.Declare(spec, 1, 0).ok());
+  for (std::uint64_t step = 1; step <= 3; ++step) {
+    for (std::uint32_t w = 0; w < 2; ++w) {
+      ASSERT_TRUE(Push(store, "w", w, step, 0, {1, 2, 3}).ok());
+    }
+  }
+  // Three steps of w -= 0.5 * (2 * g).
+  EXPECT_EQ(Pull(store, "w", 3), (std::vector<float>{-3, -6, -9}));
 }
 
 TEST(ParameterStoreTest, DeclarationsMustAgree) {

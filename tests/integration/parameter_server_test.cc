@@ -107,5 +107,41 @@ TEST(ParameterServerFailure, KilledShardFailsTheWorkersWithAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+// A shard that stops answering (SIGSTOP: its socket stays open, nobody reads
+// it) leaves pushed data queued in the workers' connections. The workers must
+// fail on their timeout, let go of that data and exit, not hang or crash.
+TEST(ParameterServerFailure, StalledShardFailsTheWorkersOnTheirTimeout) {
+  const std::string dir = TempDir("stall");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "2", "--servers", "2", "--algorithms", "ps",
+                          "--sizes", "32MiB", "--iters", "100000", "--warmup", "0", "--timeout",
+                          "5", "--log-dir", dir + "/logs"},
+                         dir);
+  std::smatch pids;
+  std::string err;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         !std::regex_search(err, pids, std::regex("testbed-server pids ([0-9]+) ([0-9]+) "))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    err = testbed.Stderr();
+  }
+  ASSERT_FALSE(pids.empty()) << err;
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
+  const pid_t shard = std::stoi(pids[2].str());
+  ASSERT_EQ(kill(shard, SIGSTOP), 0);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const auto status = testbed.Wait(std::chrono::seconds(60));
+  const auto took = std::chrono::steady_clock::now() - stopped_at;
+  kill(shard, SIGKILL);  // ours to end, whatever the harness did
+  ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a shard stalled";
+  EXPECT_LT(took, std::chrono::seconds(40));
+  EXPECT_NE(*status, 0);
+  EXPECT_NE(testbed.Stderr().find("parameter server shard 1"), std::string::npos)
+      << testbed.Stderr();
+  EXPECT_EQ(testbed.Stderr().find("fatal: gRPC still holds"), std::string::npos)
+      << testbed.Stderr();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace testbed
