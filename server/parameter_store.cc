@@ -89,35 +89,6 @@ void AddInto(T* __restrict out, const std::byte* __restrict in, std::size_t n) {
   }
 }
 
-// Adds the elements that `pieces` hold together into `dst`; an element may
-// straddle two pieces.
-template <typename T>
-void AddPiecesInto(std::byte* dst, std::span<const std::span<const std::byte>> pieces) {
-  T* out = reinterpret_cast<T*>(dst);
-  std::byte partial[sizeof(T)];  // the start of an element cut by a piece's end
-  std::size_t have = 0;
-  for (const std::span<const std::byte> piece : pieces) {
-    const std::byte* p = piece.data();
-    std::size_t left = piece.size();
-    if (have > 0) {
-      const std::size_t take = std::min(sizeof(T) - have, left);
-      std::memcpy(partial + have, p, take);
-      have += take;
-      p += take;
-      left -= take;
-      if (have < sizeof(T)) continue;
-      AddInto<T>(out++, partial, 1);
-      have = 0;
-    }
-    const std::size_t n = left / sizeof(T);
-    AddInto<T>(out, p, n);
-    out += n;
-    p += n * sizeof(T);
-    have = left - n * sizeof(T);
-    std::memcpy(partial, p, have);
-  }
-}
-
 // The pieces of `push` that hold bytes [begin, begin + size) of the slice.
 void ClipPieces(const StagedPush& push, std::size_t begin, std::size_t size,
                 std::vector<std::span<const std::byte>>& out) {
@@ -134,23 +105,82 @@ void ClipPieces(const StagedPush& push, std::size_t begin, std::size_t size,
   }
 }
 
-// Sums elements [begin, end) of every push into `g`.
+// Reads a push's clipped pieces in order, across piece ends.
+class PieceCursor {
+ public:
+  explicit PieceCursor(std::span<const std::span<const std::byte>> pieces) : pieces_(pieces) {}
+  // Bytes left in the current piece, and where they start.
+  std::size_t contiguous() const { return index_ < pieces_.size() ? pieces_[index_].size() - at_ : 0; }
+  const std::byte* data() const { return pieces_[index_].data() + at_; }
+  // Moves on `bytes`, at most contiguous().
+  void Skip(std::size_t bytes) {
+    at_ += bytes;
+    if (index_ < pieces_.size() && at_ == pieces_[index_].size()) {
+      ++index_;
+      at_ = 0;
+    }
+  }
+  // Copies the next `bytes` out, across piece ends.
+  void Take(std::byte* out, std::size_t bytes) {
+    while (bytes > 0) {
+      const std::size_t n = std::min(bytes, contiguous());
+      std::memcpy(out, data(), n);
+      out += n;
+      bytes -= n;
+      Skip(n);
+    }
+  }
+
+ private:
+  std::span<const std::span<const std::byte>> pieces_;
+  std::size_t index_ = 0, at_ = 0;
+};
+
+// out[i] = in[0][i] + in[1][i] + ... for n elements, in that order, a block
+// at a time so the partial sums stay in L1 (one pass over each input and the
+// output, instead of a copy and N-1 passes of read-add-write).
+template <typename T>
+void SumRun(T* out, std::span<const std::byte* const> in, std::size_t n) {
+  constexpr std::size_t kBlock = 256;
+  for (std::size_t i = 0; i < n; i += kBlock) {
+    const std::size_t m = std::min(kBlock, n - i);
+    std::memcpy(out + i, in[0] + i * sizeof(T), m * sizeof(T));
+    for (std::size_t w = 1; w < in.size(); ++w) AddInto<T>(out + i, in[w] + i * sizeof(T), m);
+  }
+}
+
+// Sums elements [begin, end) of every push into `g`, in worker order.
 template <typename T>
 void SumChunk(const std::vector<StagedPush>& pushes, std::int64_t begin, std::int64_t end, T* g) {
-  std::vector<std::span<const std::byte>> pieces;
-  const std::size_t from = static_cast<std::size_t>(begin) * sizeof(T);
-  const std::size_t size = static_cast<std::size_t>(end - begin) * sizeof(T);
+  const std::size_t count = static_cast<std::size_t>(end - begin);
+  std::vector<std::vector<std::span<const std::byte>>> clipped(pushes.size());
+  std::vector<PieceCursor> cursors;
   for (std::size_t w = 0; w < pushes.size(); ++w) {
-    ClipPieces(pushes[w], from, size, pieces);
-    if (w == 0) {  // the first gradient is copied, not added to zeros
-      std::byte* dst = reinterpret_cast<std::byte*>(g);
-      for (const std::span<const std::byte> piece : pieces) {
-        std::memcpy(dst, piece.data(), piece.size());
-        dst += piece.size();
+    ClipPieces(pushes[w], static_cast<std::size_t>(begin) * sizeof(T), count * sizeof(T),
+               clipped[w]);
+    cursors.emplace_back(clipped[w]);
+  }
+  std::vector<const std::byte*> from(pushes.size());
+  std::size_t done = 0;
+  while (done < count) {
+    std::size_t run = count - done;  // elements every push holds contiguously
+    for (const PieceCursor& c : cursors) run = std::min(run, c.contiguous() / sizeof(T));
+    if (run == 0) {  // an element straddles two pieces of some push
+      T sum{};
+      for (std::size_t w = 0; w < cursors.size(); ++w) {
+        std::byte bytes[sizeof(T)];
+        cursors[w].Take(bytes, sizeof(T));
+        T v;
+        std::memcpy(&v, bytes, sizeof(T));
+        sum = w == 0 ? v : static_cast<T>(sum + v);
       }
-    } else {
-      AddPiecesInto<T>(reinterpret_cast<std::byte*>(g), pieces);
+      g[done++] = sum;
+      continue;
     }
+    for (std::size_t w = 0; w < cursors.size(); ++w) from[w] = cursors[w].data();
+    SumRun<T>(g + done, from, run);
+    for (PieceCursor& c : cursors) c.Skip(run * sizeof(T));
+    done += run;
   }
 }
 

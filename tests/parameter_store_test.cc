@@ -86,19 +86,19 @@ TEST(ParameterStoreTest, SumsChunksWhosePiecesSplitElements) {
   SCOPED_TRACE(chunk_bytes);
   ParameterStore store(chunk_bytes);
   constexpr int kCount = 300;  // more than one vectorized block, plus a tail
-  ASSERT_TRUE(store.Declare(Spec("w", kCount, 2), 1, 0).ok());
+  ASSERT_TRUE(store.Declare(Spec("w", kCount, 3), 1, 0).ok());
   std::vector<float> expected(kCount);
-  for (std::uint32_t w = 0; w < 2; ++w) {
+  for (std::uint32_t w = 0; w < 3; ++w) {
     auto values = std::make_shared<std::vector<float>>(kCount);
     for (int i = 0; i < kCount; ++i) {
       (*values)[i] = static_cast<float>(i * 3 + w);
       expected[i] += (*values)[i];
     }
     const std::span<const std::byte> bytes = std::as_bytes(std::span(*values));
-    // Pieces of 1, 2, 3, ... bytes, then the rest.
+    // Each worker's own cuts: pieces of w+1, 2w+3, 3w+5, ... bytes, then the rest.
     std::vector<std::span<const std::byte>> pieces;
     std::size_t at = 0;
-    for (std::size_t n = 1; at + n < bytes.size() / 2; ++n) {
+    for (std::size_t n = w + 1; at + n < bytes.size() / 2; n += w + 2) {
       pieces.push_back(bytes.subspan(at, n));
       at += n;
     }
