@@ -11,7 +11,6 @@
 #include "allreduce/data_type.h"
 #include "proto/chunk_wire.h"
 #include "proto/grpc_status.h"
-#include "worker/streaming_copy.h"
 
 namespace testbed {
 
@@ -123,8 +122,6 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   proto::ValueChunk value;  // the header fields; the payload stays in slices
   ChunkPayload payload;
   std::size_t pulled = 0;
-  // A slice larger than the caches is written past them (see streaming_copy.h).
-  const bool stream_values = bytes >= kStreamingCopyMinBytes;
   while (stream->Read(&message)) {
     absl::Status decoded = DecodeChunk(message, kValueChunkPayloadField, &value, &payload);
     const std::size_t offset = static_cast<std::size_t>(value.offset()) * element_;
@@ -142,12 +139,7 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
     // so the socket has taken them and gRPC will not read them again.
     std::byte* to = data.data() + offset;
     for (const grpc::Slice& piece : payload.slices) {
-      const auto* from = reinterpret_cast<const std::byte*>(piece.begin());
-      if (stream_values) {
-        StreamingCopy(to, from, piece.size());
-      } else {
-        std::memcpy(to, from, piece.size());
-      }
+      std::memcpy(to, piece.begin(), piece.size());
       to += piece.size();
     }
     pulled += payload.bytes;

@@ -51,8 +51,6 @@ class PsClient {
   void ResetTraffic();
 
   static constexpr std::size_t kChunkBytes = 1 << 20;
-  // Pulled slices at least this large bypass the cache (about a large L2).
-  static constexpr std::size_t kStreamingCopyMinBytes = 8 << 20;
 
  private:
   struct Slice {
