@@ -1,26 +1,45 @@
 #!/usr/bin/env bash
 # The parameter server's speed benchmark: loopback TCP between two processes
-# (tcp-loopback-bench) and `testbed local` running ps at 64 MiB with N = 4,
-# S = 1 and 2, and N = 1, interleaved so that a busy moment hits all alike;
-# then the median of each, and ps's payload rate (2·N·M / step time) as a share
-# of the TCP rate. Loopback only; installs nothing.
+# (tcp-loopback-bench, and iperf3 too where it is installed) and `testbed
+# local` running ps at 64 MiB with N = 4, S = 1 and 2, and N = 1, interleaved
+# so that a busy moment hits all alike; then the median (and range) of each,
+# and ps's payload rate (2·N·M / step time) as a share of the TCP rate.
+# The share is taken against tcp-loopback-bench, the faster of the two TCP
+# figures on this kind of machine. Loopback only; installs nothing.
 #
-# usage: experiments/ps_speed.sh [BUILD_DIR] [ROUNDS]   (default: build 3)
+# usage: experiments/ps_speed.sh [BUILD_DIR] [ROUNDS]   (default: build 5)
 set -euo pipefail
 build=${1:-build}
-rounds=${2:-3}
+rounds=${2:-5}
 testbed=$build/experiments/testbed
 tcp_bench=$build/experiments/tcp-loopback-bench
 for bin in "$testbed" "$tcp_bench"; do
   [[ -x $bin ]] || { echo "ps_speed: $bin not built (./.ci/build)" >&2; exit 2; }
 done
+have_iperf3=$(command -v iperf3 >/dev/null && echo 1 || echo 0)
+iperf3_port=5299
+
+# One iperf3 run (one stream, 2 s) on loopback, in GB/s; the server is ours to end.
+iperf3_gbps() {
+  iperf3 -s -1 -p "$iperf3_port" >/dev/null 2>&1 &
+  local server=$!
+  sleep 0.3
+  iperf3 -c 127.0.0.1 -p "$iperf3_port" -t 2 -J 2>/dev/null |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e9)' ||
+    echo ""
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+}
+
 bytes=67108864
+configs=("4 1" "4 2" "1 1")
 declare -A times
-tcp=()
+tcp=() iperf=()
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round of $rounds" >&2
-  tcp+=("$("$tcp_bench" --bytes 2GiB | sed -n 's/.*"gbps": \([0-9.]*\).*/\1/p')")
-  for cfg in "4 1" "4 2" "1 1"; do
+  tcp+=("$("$tcp_bench" --bytes 4GiB | sed -n 's/.*"gbps": \([0-9.]*\).*/\1/p')")
+  if ((have_iperf3)); then iperf+=("$(iperf3_gbps)"); fi
+  for cfg in "${configs[@]}"; do
     read -r n s <<<"$cfg"
     t=$("$testbed" local --workers "$n" --servers "$s" --algorithms ps --sizes "$bytes" \
           --iters 10 --warmup 2 --format csv 2>/dev/null | tail -1 | cut -d, -f5)
@@ -28,13 +47,22 @@ for ((round = 1; round <= rounds; round++)); do
   done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+range() { tr ' ' '\n' | grep . | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 tcp_gbps=$(printf '%s\n' "${tcp[@]}" | median)
-echo "| run | step time (median of $rounds) | 2·N·M / time | share of loopback TCP ($tcp_gbps GB/s) |"
-echo "|---|---:|---:|---:|"
-for cfg in "4 1" "4 2" "1 1"; do
+echo "loopback TCP, tcp-loopback-bench (4 GiB, 1 MiB writes): median $tcp_gbps GB/s, range $(printf '%s ' "${tcp[@]}" | range)"
+if ((have_iperf3)); then
+  echo "loopback TCP, iperf3 (one stream, 2 s): median $(printf '%s\n' "${iperf[@]}" | median) GB/s, range $(printf '%s ' "${iperf[@]}" | range)"
+fi
+echo
+echo "| run | step time (median of $rounds) | range | 2·N·M / time | share of loopback TCP ($tcp_gbps GB/s) |"
+echo "|---|---:|---:|---:|---:|"
+for cfg in "${configs[@]}"; do
   read -r n s <<<"$cfg"
   t=$(echo "${times[$cfg]}" | median)
-  awk -v n="$n" -v s="$s" -v t="$t" -v m="$bytes" -v tcp="$tcp_gbps" 'BEGIN {
+  r=$(echo "${times[$cfg]}" | range)
+  awk -v n="$n" -v s="$s" -v t="$t" -v r="$r" -v m="$bytes" -v tcp="$tcp_gbps" 'BEGIN {
+    split(r, lh, "-")
     rate = 2 * n * m / (t * 1e-6) / 1e9
-    printf "| ps N=%d S=%d | %.1f ms | %.3f GB/s | %.0f%% |\n", n, s, t / 1000, rate, 100 * rate / tcp }'
+    printf "| ps N=%d S=%d | %.1f ms | %.0f-%.0f ms | %.3f GB/s | %.0f%% |\n",
+           n, s, t / 1000, lh[1] / 1000, lh[2] / 1000, rate, 100 * rate / tcp }'
 done
