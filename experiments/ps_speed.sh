@@ -5,7 +5,9 @@
 # so that a busy moment hits all alike; then the median (and range) of each,
 # and ps's payload rate (2·N·M / step time) as a share of the TCP rate.
 # The share is taken against tcp-loopback-bench, the faster of the two TCP
-# figures on this kind of machine. Loopback only; installs nothing.
+# figures on this kind of machine; each round's own share (ps against the TCP
+# run just before it) follows the table, to show the spread.
+# Loopback only; installs nothing.
 #
 # usage: experiments/ps_speed.sh [BUILD_DIR] [ROUNDS]   (default: build 5)
 set -euo pipefail
@@ -65,4 +67,15 @@ for cfg in "${configs[@]}"; do
     rate = 2 * n * m / (t * 1e-6) / 1e9
     printf "| ps N=%d S=%d | %.1f ms | %.0f-%.0f ms | %.3f GB/s | %.0f%% |\n",
            n, s, t / 1000, lh[1] / 1000, lh[2] / 1000, rate, 100 * rate / tcp }'
+done
+echo
+for cfg in "${configs[@]}"; do
+  read -r n s <<<"$cfg"
+  read -r -a round_times <<<"${times[$cfg]}"
+  shares=""
+  for ((i = 0; i < rounds; i++)); do
+    shares+=$(awk -v n="$n" -v t="${round_times[i]}" -v m="$bytes" -v tcp="${tcp[i]}" \
+      'BEGIN { printf "%.0f%% ", 100 * 2 * n * m / (t * 1e-6) / 1e9 / tcp }')
+  done
+  echo "ps N=$n S=$s, each round against its own TCP run: $shares"
 done
