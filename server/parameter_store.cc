@@ -110,7 +110,9 @@ class PieceCursor {
  public:
   explicit PieceCursor(std::span<const std::span<const std::byte>> pieces) : pieces_(pieces) {}
   // Bytes left in the current piece, and where they start.
-  std::size_t contiguous() const { return index_ < pieces_.size() ? pieces_[index_].size() - at_ : 0; }
+  std::size_t contiguous() const {
+    return index_ < pieces_.size() ? pieces_[index_].size() - at_ : 0;
+  }
   const std::byte* data() const { return pieces_[index_].data() + at_; }
   // Moves on `bytes`, at most contiguous().
   void Skip(std::size_t bytes) {
