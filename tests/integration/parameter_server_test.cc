@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <optional>
 #include <tuple>
 
 #include "tests/integration/process_runner.h"
@@ -78,6 +79,17 @@ TEST(ParameterServerLarge, A256MiBTensorTravelsInChunks) {
   std::filesystem::remove_all(dir);
 }
 
+// The PID of shard 1, once `testbed local` has named its daemons (it names
+// servers and workers on one line), or nothing after 30 s.
+std::optional<pid_t> SecondShardPid(const TestbedProcess& testbed) {
+  const std::string err = testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(30));
+  std::smatch pids;
+  if (!std::regex_search(err, pids, std::regex("testbed-server pids ([0-9]+) ([0-9]+) "))) {
+    return std::nullopt;
+  }
+  return std::stoi(pids[2].str());
+}
+
 TEST(ParameterServerFailure, KilledShardFailsTheWorkersWithAClearError) {
   const std::string dir = TempDir("kill");
   TestbedProcess testbed(TESTBED_CLI_PATH,
@@ -85,18 +97,10 @@ TEST(ParameterServerFailure, KilledShardFailsTheWorkersWithAClearError) {
                           "--sizes", "4MiB", "--iters", "100000", "--warmup", "0", "--log-dir",
                           dir + "/logs"},
                          dir);
-  std::smatch pids;
-  std::string err;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline &&
-         !std::regex_search(err, pids, std::regex("testbed-server pids ([0-9]+) ([0-9]+) "))) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    err = testbed.Stderr();
-  }
-  ASSERT_FALSE(pids.empty()) << err;
+  const std::optional<pid_t> shard = SecondShardPid(testbed);
+  ASSERT_TRUE(shard.has_value()) << testbed.Stderr();
   std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
-  const pid_t shard = std::stoi(pids[2].str());
-  ASSERT_EQ(kill(shard, SIGKILL), 0);
+  ASSERT_EQ(kill(*shard, SIGKILL), 0);
   const auto killed_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a shard died";
@@ -117,22 +121,14 @@ TEST(ParameterServerFailure, StalledShardFailsTheWorkersOnTheirTimeout) {
                           "--sizes", "32MiB", "--iters", "100000", "--warmup", "0", "--timeout",
                           "5", "--log-dir", dir + "/logs"},
                          dir);
-  std::smatch pids;
-  std::string err;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline &&
-         !std::regex_search(err, pids, std::regex("testbed-server pids ([0-9]+) ([0-9]+) "))) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    err = testbed.Stderr();
-  }
-  ASSERT_FALSE(pids.empty()) << err;
+  const std::optional<pid_t> shard = SecondShardPid(testbed);
+  ASSERT_TRUE(shard.has_value()) << testbed.Stderr();
   std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
-  const pid_t shard = std::stoi(pids[2].str());
-  ASSERT_EQ(kill(shard, SIGSTOP), 0);
+  ASSERT_EQ(kill(*shard, SIGSTOP), 0);
   const auto stopped_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
   const auto took = std::chrono::steady_clock::now() - stopped_at;
-  kill(shard, SIGKILL);  // ours to end, whatever the harness did
+  kill(*shard, SIGKILL);  // ours to end, whatever the harness did
   ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a shard stalled";
   EXPECT_LT(took, std::chrono::seconds(40));
   EXPECT_NE(*status, 0);
