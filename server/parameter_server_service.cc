@@ -133,12 +133,8 @@ absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& contex
                        const grpc::Slice payload = SharedSlice(data, owner);
                        proto::ValueChunk header;
                        header.set_offset(offset);
-                       if (!writer.Write(EncodeChunk(header, kValueChunkPayloadField,
-                                                     std::span(&payload, 1)))) {
-                         return false;
-                       }
-                       bytes_sent_ += data.size();
-                       return true;
+                       return writer.Write(EncodeChunk(header, kValueChunkPayloadField,
+                                                       std::span(&payload, 1)));
                      });
 }
 
@@ -171,7 +167,7 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
                                            const proto::StatsRequest*, proto::StatsReply* reply) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
   reply->set_bytes_received(store_.bytes_received());
-  reply->set_bytes_sent(bytes_sent_);
+  reply->set_bytes_sent(store_.bytes_sent());
   return grpc::Status::OK;
 }
 

@@ -13,7 +13,6 @@
 // Thread-safety: gRPC calls the handlers concurrently; the store is thread-safe.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 
@@ -54,7 +53,6 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   absl::Status ServeStep(const grpc::ServerContext& context, const std::string& tensor,
                          std::uint64_t step, Writer& writer);
 
-  std::atomic<std::uint64_t> bytes_sent_{0};
   std::chrono::steady_clock::time_point PullDeadline(const grpc::ServerContext& context) const;
 
   ParameterStore& store_;
