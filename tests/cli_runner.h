@@ -1,6 +1,7 @@
-// Runs the `testbed` binary (TESTBED_CLI_PATH, set by CMake) with arguments
-// and returns its exit status and everything it printed, for the tests of the
-// command line's messages.
+// Runs a program with arguments and returns its exit status and everything it
+// printed, for the tests of command lines' messages: RunCli for the `testbed`
+// binary (TESTBED_CLI_PATH, set by CMake for RUNS_CLI suites), RunProgram for
+// any other.
 #pragma once
 
 #include <sys/wait.h>
@@ -12,8 +13,8 @@
 
 namespace testbed::testing {
 
-inline std::pair<int, std::string> RunCli(const std::string& args) {
-  const std::string command = std::string(TESTBED_CLI_PATH) + " " + args + " 2>&1";
+inline std::pair<int, std::string> RunProgram(const std::string& path, const std::string& args) {
+  const std::string command = path + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   std::string output;
   std::array<char, 4096> buf;
@@ -21,5 +22,11 @@ inline std::pair<int, std::string> RunCli(const std::string& args) {
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
+
+#ifdef TESTBED_CLI_PATH
+inline std::pair<int, std::string> RunCli(const std::string& args) {
+  return RunProgram(TESTBED_CLI_PATH, args);
+}
+#endif
 
 }  // namespace testbed::testing

@@ -1,28 +1,20 @@
 // tcp-loopback-bench, the yardstick the parameter server's rate is held
 // against: it moves exactly what it is asked to, through buffers walked chunk
 // by chunk when they are larger than a chunk, and refuses sizes it cannot use.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <string>
 #include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/cli_runner.h"
+
 namespace {
 
 using ::testing::HasSubstr;
 
 std::pair<int, std::string> RunBench(const std::string& args) {
-  const std::string command = std::string(TCP_LOOPBACK_BENCH_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return testbed::testing::RunProgram(TCP_LOOPBACK_BENCH_PATH, args);
 }
 
 TEST(TcpLoopbackBenchTest, SendsExactlyTheBytesAskedFor) {
