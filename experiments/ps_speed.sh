@@ -39,14 +39,19 @@ iperf3_gbps() {
   wait "$server" 2>/dev/null || true
 }
 
+# One tcp-loopback-bench run of 4 GiB (further options as given), in GB/s.
+tcp_bench_gbps() {
+  "$tcp_bench" --bytes 4GiB "$@" | sed -n 's/.*"gbps": \([0-9.]*\).*/\1/p'
+}
+
 bytes=67108864
 configs=("4 1" "4 2" "1 1")
 declare -A times
 tcp=() tcp_memory=() iperf=()
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round of $rounds" >&2
-  tcp+=("$("$tcp_bench" --bytes 4GiB | sed -n 's/.*"gbps": \([0-9.]*\).*/\1/p')")
-  tcp_memory+=("$("$tcp_bench" --bytes 4GiB --buffer "$bytes" | sed -n 's/.*"gbps": \([0-9.]*\).*/\1/p')")
+  tcp+=("$(tcp_bench_gbps)")
+  tcp_memory+=("$(tcp_bench_gbps --buffer "$bytes")")
   if ((have_iperf3)); then iperf+=("$(iperf3_gbps)"); fi
   for cfg in "${configs[@]}"; do
     read -r n s <<<"$cfg"
