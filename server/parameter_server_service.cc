@@ -36,13 +36,15 @@ ParameterServerService::ParameterServerService(ParameterStore& store, Credential
                                   return self->Push(context, reader, reply);
                                 },
                                 this));
-  MarkMethodStreamed(kPull, new grpc::internal::ServerStreamingHandler<Self, proto::PullRequest,
-                                                                       ByteBuffer>(
+  // Pull is server-streaming on the wire, but MarkMethodStreamed registers
+  // every method as bidirectional: gRPC then reads no request for the
+  // handler, so a server-streaming handler would get none (and crashed the
+  // daemon on any Pull). The handler reads its one request itself.
+  MarkMethodStreamed(kPull, new grpc::internal::BidiStreamingHandler<Self, proto::PullRequest,
+                                                                     ByteBuffer>(
                                 [](Self* self, grpc::ServerContext* context,
-                                   const proto::PullRequest* request,
-                                   grpc::ServerWriter<ByteBuffer>* writer) {
-                                  return self->Pull(context, request, writer);
-                                },
+                                   grpc::ServerReaderWriter<ByteBuffer, proto::PullRequest>*
+                                       stream) { return self->Pull(context, stream); },
                                 this));
   MarkMethodStreamed(kPushPull,
                      new grpc::internal::BidiStreamingHandler<Self, ByteBuffer, ByteBuffer>(
@@ -138,11 +140,15 @@ absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& contex
                      });
 }
 
-grpc::Status ParameterServerService::Pull(grpc::ServerContext* context,
-                                          const proto::PullRequest* request,
-                                          grpc::ServerWriter<grpc::ByteBuffer>* writer) {
+grpc::Status ParameterServerService::Pull(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<grpc::ByteBuffer, proto::PullRequest>* stream) {
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
-  return ToGrpcStatus(ServeStep(*context, request->tensor(), request->step(), *writer));
+  proto::PullRequest request;
+  if (!stream->Read(&request)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a pull without its request");
+  }
+  return ToGrpcStatus(ServeStep(*context, request.tensor(), request.step(), *stream));
 }
 
 grpc::Status ParameterServerService::PushPull(

@@ -40,8 +40,8 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   // The handlers of the payload-carrying methods, over raw messages.
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
                     proto::PushReply* reply);
-  grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
-                    grpc::ServerWriter<grpc::ByteBuffer>* writer);
+  grpc::Status Pull(grpc::ServerContext* context,
+                    grpc::ServerReaderWriter<grpc::ByteBuffer, proto::PullRequest>* stream);
   grpc::Status PushPull(grpc::ServerContext* context,
                         grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream);
 
