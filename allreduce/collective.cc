@@ -21,12 +21,19 @@ std::int64_t ButterflyBytes(int n, std::int64_t m) {
   return p * log_p * m + 2 * (n - p) * m;
 }
 
+std::int64_t ParameterServerBytes(int n, std::int64_t m) { return 2 * std::int64_t{n} * m; }
+
 int NaiveRounds(int n) { return n > 1 ? 1 : 0; }
 int RingRounds(int n) { return 2 * (n - 1); }
 int LinearRounds(int n) { return n - 1; }
 int TreeRounds(int n) { return 2 * TreeLevels(n); }
 int HalfTreeRounds(int n) { return TreeLevels(n); }
 int ButterflyRounds(int n) { return Log2Floor(n) + ((n & (n - 1)) != 0 ? 2 : 0); }
+int PushThenPullRounds(int) { return 2; }
+
+double AllReduceBusFactor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0; }
+double ScatterGatherBusFactor(int n) { return n > 1 ? 1.0 * (n - 1) / n : 0; }
+double RootedBusFactor(int n) { return n > 1 ? 1 : 0; }
 
 // Adapters to the registry's one builder signature.
 template <Schedule (*F)(int, int, std::int64_t)>
@@ -34,42 +41,63 @@ Schedule Rootless(int rank, int n, std::int64_t count, int /*root*/) {
   return F(rank, n, count);
 }
 
+bool IsOf(const Collective& c, Kinds kinds) {
+  switch (kinds) {
+    case Kinds::kAll: return true;
+    case Kinds::kAllReduce: return c.is_all_reduce();
+    case Kinds::kScheduled: return c.has_schedule();
+    case Kinds::kScheduledAllReduce: return c.has_schedule() && c.is_all_reduce();
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::vector<Collective>& AllCollectives() {
+  using enum Semantics;
+  using enum Runner;
   static const std::vector<Collective> kCollectives = {
-      {"naive", Semantics::kAllReduce,
+      {"ps", kAllReduce, kParameterServer,
+       "every worker pushes its vector to the server shards and pulls the sum back",
+       "2NM (2NM/S through each of S shards)", "the server's link: N·M/S in, then N·M/S out",
+       nullptr, ParameterServerBytes, PushThenPullRounds, AllReduceBusFactor},
+      {"naive", kAllReduce, kSchedule,
        "every rank sends its whole vector to every other rank, one round", "N(N-1)M",
-       Rootless<BuildAllReduceNaive>, NaiveBytes, NaiveRounds},
-      {"ring", Semantics::kAllReduce,
-       "ring reduce-scatter then ring all-gather, chunks of M/N", "2(N-1)M",
-       Rootless<BuildAllReduceRing>, TwiceLinearBytes, RingRounds},
-      {"tree", Semantics::kAllReduce,
-       "binary-tree reduce to rank 0, then broadcast back down", "2(N-1)M",
-       Rootless<BuildAllReduceTree>, TwiceLinearBytes, TreeRounds},
-      {"butterfly", Semantics::kAllReduce,
+       "every link: (N−1)·M out and (N−1)·M in", Rootless<BuildAllReduceNaive>, NaiveBytes,
+       NaiveRounds, AllReduceBusFactor},
+      {"ring", kAllReduce, kSchedule, "ring reduce-scatter then ring all-gather, chunks of M/N",
+       "2(N-1)M", "every link: 2(N−1)/N·M each way", Rootless<BuildAllReduceRing>,
+       TwiceLinearBytes, RingRounds, AllReduceBusFactor},
+      {"tree", kAllReduce, kSchedule, "binary-tree reduce to rank 0, then broadcast back down",
+       "2(N-1)M", "an inner node's link: M per round, 2⌈log2 N⌉ rounds",
+       Rootless<BuildAllReduceTree>, TwiceLinearBytes, TreeRounds, AllReduceBusFactor},
+      {"butterfly", kAllReduce, kSchedule,
        "recursive doubling: swap the whole vector with the rank one bit away",
        "p M log2 p + 2rM, p=2^floor(log2 N), r=N-p (N M log2 N when r=0)",
-       Rootless<BuildAllReduceButterfly>, ButterflyBytes, ButterflyRounds},
-      {"reduce-scatter", Semantics::kReduceScatter,
+       "every link: M per round, log2 N rounds (+2 if N≠2^k)", Rootless<BuildAllReduceButterfly>,
+       ButterflyBytes, ButterflyRounds, AllReduceBusFactor},
+      {"reduce-scatter", kReduceScatter, kSchedule,
        "ring reduce-scatter: rank r ends with the reduced chunk r", "(N-1)M",
-       Rootless<BuildReduceScatterRing>, LinearBytes, LinearRounds},
-      {"all-gather", Semantics::kAllGather,
+       "every link: (N−1)/N·M each way", Rootless<BuildReduceScatterRing>, LinearBytes,
+       LinearRounds, ScatterGatherBusFactor},
+      {"all-gather", kAllGather, kSchedule,
        "ring all-gather: every rank ends with every rank's chunk", "(N-1)M",
-       Rootless<BuildAllGatherRing>, LinearBytes, LinearRounds},
-      {"broadcast", Semantics::kBroadcast,
-       "binary-tree broadcast of the root's vector", "(N-1)M", BuildBroadcastTree, LinearBytes,
-       HalfTreeRounds},
-      {"reduce", Semantics::kReduce, "binary-tree reduce to the root", "(N-1)M", BuildReduceTree,
-       LinearBytes, HalfTreeRounds},
+       "every link: (N−1)/N·M each way", Rootless<BuildAllGatherRing>, LinearBytes, LinearRounds,
+       ScatterGatherBusFactor},
+      {"broadcast", kBroadcast, kSchedule, "binary-tree broadcast of the root's vector", "(N-1)M",
+       "the root's link: M out per round, ⌈log2 N⌉ rounds", BuildBroadcastTree, LinearBytes,
+       HalfTreeRounds, RootedBusFactor},
+      {"reduce", kReduce, kSchedule, "binary-tree reduce to the root", "(N-1)M",
+       "the root's link: M in per round, ⌈log2 N⌉ rounds", BuildReduceTree, LinearBytes,
+       HalfTreeRounds, RootedBusFactor},
   };
   return kCollectives;
 }
 
-std::vector<const Collective*> AllReduceAlgorithms() {
+std::vector<const Collective*> CollectivesOf(Kinds kinds) {
   std::vector<const Collective*> out;
   for (const Collective& c : AllCollectives()) {
-    if (c.is_all_reduce()) out.push_back(&c);
+    if (IsOf(c, kinds)) out.push_back(&c);
   }
   return out;
 }
@@ -81,12 +109,16 @@ const Collective* FindCollective(std::string_view name) {
   return nullptr;
 }
 
-std::string CollectiveNames(bool all_reduce_only) {
+const Collective* FindCollective(std::string_view name, Kinds kinds) {
+  const Collective* c = FindCollective(name);
+  return c != nullptr && IsOf(*c, kinds) ? c : nullptr;
+}
+
+std::string CollectiveNames(Kinds kinds) {
   std::string names;
-  for (const Collective& c : AllCollectives()) {
-    if (all_reduce_only && !c.is_all_reduce()) continue;
+  for (const Collective* c : CollectivesOf(kinds)) {
     if (!names.empty()) names += ", ";
-    names += c.name;
+    names += c->name;
   }
   return names;
 }

@@ -1,7 +1,14 @@
-// The registry of collectives, after nccl-tests: each entry names a schedule
-// builder, what the result means, and the closed-form traffic and round count
-// that DESIGN.md states for it. Everything that lists algorithms - the CLI,
-// the tests, the harness - reads this one table.
+// The registry of everything the harness runs, after nccl-tests: each entry
+// names the collective, how it runs (a schedule over a Transport, or the
+// parameter server's client), what the result means, its closed-form traffic
+// and round count (DESIGN.md), the bottleneck the course names for it and its
+// bus-bandwidth factor. Every list of algorithms - the CLI's flags and
+// defaults, `model`, the course table, the harness, the tests - reads this one
+// table; adding an algorithm is one schedule builder and one entry here.
+//
+// The parameter server is an entry too: it computes an all-reduce (every
+// worker ends with the sum), it just has no schedule - its bytes go worker ->
+// server -> worker instead of rank to rank.
 //
 // Thread-safety: immutable after static initialization.
 #pragma once
@@ -23,33 +30,55 @@ enum class Semantics {
   kReduce,         // root: reduction of all vectors
 };
 
+// How an entry runs.
+enum class Runner {
+  kSchedule,         // its schedule, through the executor over a Transport
+  kParameterServer,  // push to and pull from the parameter-server shards (gRPC)
+};
+
 struct Collective {
-  std::string_view name;     // "ring", "reduce-scatter", ...
+  std::string_view name;     // "ring", "reduce-scatter", "ps", ...
   Semantics semantics;
-  std::string_view summary;  // one line, for --help and traces
-  std::string_view formula;  // total payload bytes, as DESIGN.md writes it
+  Runner runner;
+  std::string_view summary;     // one line, for --help and traces
+  std::string_view formula;     // total payload bytes, as DESIGN.md writes it
+  std::string_view bottleneck;  // which link decides the time, for the course table
+  // nullptr for the parameter server.
   Schedule (*build)(int rank, int world_size, std::int64_t count, int root);
   // Closed forms: total payload bytes for `bytes` per rank, and rounds.
   std::int64_t (*formula_bytes)(int world_size, std::int64_t bytes);
   int (*formula_rounds)(int world_size);
+  // nccl-tests' bus-bandwidth factor: busbw = algbw * factor, so that every
+  // collective's busbw compares with the link's rate (2(N-1)/N for
+  // all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for broadcast
+  // and reduce). 0 at N = 1, where no byte crosses a link.
+  double (*busbw_factor)(int world_size);
 
   bool is_all_reduce() const { return semantics == Semantics::kAllReduce; }
   bool has_root() const {
     return semantics == Semantics::kBroadcast || semantics == Semantics::kReduce;
   }
+  bool has_schedule() const { return runner == Runner::kSchedule; }
+  bool runs_on_parameter_server() const { return runner == Runner::kParameterServer; }
 };
 
-// The parameter server's name among the algorithms (specs, rows, the cost
-// model). It is no collective - it has no schedule - so it is not in the table.
-inline constexpr std::string_view kParameterServer = "ps";
+// Which entries a list takes.
+enum class Kinds {
+  kAll,              // everything the harness runs (local, run, model)
+  kAllReduce,        // all-reduce semantics, ps included: the default comparison
+  kScheduled,        // the ones with a schedule (trace, traffic, cost model per round)
+  kScheduledAllReduce,
+};
 
+// Every entry, in the order tables list them.
 const std::vector<Collective>& AllCollectives();
-// The four all-reduce algorithms, in the order tables list them.
-std::vector<const Collective*> AllReduceAlgorithms();
+std::vector<const Collective*> CollectivesOf(Kinds kinds);
 // nullptr when unknown.
 const Collective* FindCollective(std::string_view name);
-// "naive, ring, ..." for error messages and --help.
-std::string CollectiveNames(bool all_reduce_only);
+// nullptr unless `name` is known and of `kinds`.
+const Collective* FindCollective(std::string_view name, Kinds kinds);
+// "ps, naive, ring, ..." for error messages and --help.
+std::string CollectiveNames(Kinds kinds);
 
 std::string_view Name(Semantics semantics);
 

@@ -67,15 +67,19 @@ CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t byte
 absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,
                                               int servers, std::int64_t bytes,
                                               std::int64_t element_size, const LinkModel& link) {
-  if (algorithm == kParameterServer) {
-    return EstimateParameterServer(workers, servers, bytes, element_size, link);
-  }
   const Collective* collective = FindCollective(algorithm);
-  if (collective == nullptr || !collective->is_all_reduce()) {
+  if (collective == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", std::string(algorithm),
-                                                   "'"));
+                                                   "' (choose from ",
+                                                   CollectiveNames(Kinds::kAll), ")"));
   }
-  return EstimateCollective(*collective, workers, bytes, element_size, link);
+  switch (collective->runner) {
+    case Runner::kParameterServer:
+      return EstimateParameterServer(workers, servers, bytes, element_size, link);
+    case Runner::kSchedule:
+      return EstimateCollective(*collective, workers, bytes, element_size, link);
+  }
+  return absl::InternalError("unknown runner");
 }
 
 absl::StatusOr<AlphaBetaFit> FitAlphaBeta(const std::vector<FitPoint>& points) {

@@ -13,31 +13,18 @@
 
 namespace testbed {
 
-// Accepts a collective's name; all_reduce_only limits it to the four algorithms.
-inline CLI::Validator CollectiveValidator(bool all_reduce_only) {
+// Accepts the name of a registry entry of `kinds`; otherwise lists them.
+inline CLI::Validator CollectiveValidator(Kinds kinds) {
   return CLI::Validator(
-      [all_reduce_only](std::string& name) -> std::string {
-        const Collective* c = FindCollective(name);
-        if (c != nullptr && (!all_reduce_only || c->is_all_reduce())) return "";
-        return "unknown algorithm '" + name + "' (choose from " +
-               CollectiveNames(all_reduce_only) + ")";
-      },
-      all_reduce_only ? "ALGORITHM" : "COLLECTIVE");
-}
-
-// Accepts the parameter server and the four all-reduce algorithms: what
-// `testbed local`, `run` and `model` can run or predict.
-inline CLI::Validator AlgorithmValidator() {
-  return CLI::Validator(
-      [](std::string& name) -> std::string {
-        if (name == kParameterServer) return "";
-        const Collective* c = FindCollective(name);
-        if (c != nullptr && c->is_all_reduce()) return "";
-        return "unknown algorithm '" + name + "' (choose from " + std::string(kParameterServer) +
-               ", " + CollectiveNames(/*all_reduce_only=*/true) + ")";
+      [kinds](std::string& name) -> std::string {
+        if (FindCollective(name, kinds) != nullptr) return "";
+        return "unknown algorithm '" + name + "' (choose from " + CollectiveNames(kinds) + ")";
       },
       "ALGORITHM");
 }
+
+// What `testbed local`, `run` and `model` can run or predict: every entry.
+inline CLI::Validator AlgorithmValidator() { return CollectiveValidator(Kinds::kAll); }
 
 // Accepts what `parse` accepts; otherwise says why, in parse's words.
 template <typename T>

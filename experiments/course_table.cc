@@ -11,6 +11,7 @@
 #include "allreduce/cost_model.h"
 #include "allreduce/data_type.h"
 #include "experiments/byte_size.h"
+#include "experiments/results/result_row.h"
 
 namespace testbed {
 namespace {
@@ -47,41 +48,37 @@ std::string Ratio(double measured, double predicted) {
   return text;
 }
 
-const std::vector<std::string>& AlgorithmOrder() {
-  static const std::vector<std::string> order = {"ps", "naive", "ring", "tree", "butterfly"};
-  return order;
-}
-
+// The registry's order; unknown algorithms last.
 int OrderOf(const std::string& algorithm) {
-  const auto& order = AlgorithmOrder();
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (order[i] == algorithm) return static_cast<int>(i);
-  }
-  return static_cast<int>(order.size());
+  const std::vector<Collective>& all = AllCollectives();
+  const Collective* c = FindCollective(algorithm);
+  return c == nullptr ? static_cast<int>(all.size()) : static_cast<int>(c - all.data());
 }
 
-std::int64_t ElementBytes(const MeasuredRow& row) {
-  const auto type = ParseDataType(row.dtype);
+bool RunsOnParameterServer(const std::string& algorithm) {
+  const Collective* c = FindCollective(algorithm);
+  return c != nullptr && c->runs_on_parameter_server();
+}
+
+std::int64_t ElementBytes(const proto::ResultRow& row) {
+  const auto type = ParseDataType(row.dtype());
   return type ? static_cast<std::int64_t>(ElementSize(*type)) : 4;
 }
 
 }  // namespace
 
 std::string BottleneckDescription(const std::string& algorithm) {
-  if (algorithm == kParameterServer) return "the server's link: N·M/S in, then N·M/S out";
-  if (algorithm == "naive") return "every link: (N−1)·M out and (N−1)·M in";
-  if (algorithm == "ring") return "every link: 2(N−1)/N·M each way";
-  if (algorithm == "tree") return "an inner node's link: M per round, 2⌈log2 N⌉ rounds";
-  if (algorithm == "butterfly") return "every link: M per round, log2 N rounds (+2 if N≠2^k)";
-  return "";
+  const Collective* c = FindCollective(algorithm);
+  return c == nullptr ? "" : std::string(c->bottleneck);
 }
 
-absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ostream& out) {
+absl::Status PrintCourseTable(const std::vector<proto::ResultRow>& all_rows, std::ostream& out) {
   // The latest measurement of each (N, M, algorithm, transport), in order.
   using Key = std::tuple<int, std::int64_t, int, std::string, std::string>;
-  std::map<Key, MeasuredRow> rows;
-  for (const MeasuredRow& row : all_rows) {
-    rows[{row.workers, row.bytes, OrderOf(row.algorithm), row.algorithm, row.transport}] = row;
+  std::map<Key, proto::ResultRow> rows;
+  for (const proto::ResultRow& row : all_rows) {
+    rows[{static_cast<int>(row.workers()), row.bytes(), OrderOf(row.algorithm()), row.algorithm(),
+          row.transport()}] = row;
   }
   if (rows.empty()) return absl::NotFoundError("no result records");
 
@@ -90,12 +87,13 @@ absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ost
   std::map<Key, CostEstimate> estimates;
   std::map<std::pair<std::string, std::string>, std::vector<FitPoint>> points;
   for (const auto& [key, row] : rows) {
-    const auto e = EstimateAlgorithm(row.algorithm, row.workers, row.servers, row.bytes,
-                                     ElementBytes(row), LinkModel{});
+    const auto e = EstimateAlgorithm(row.algorithm(), static_cast<int>(row.workers()),
+                                     static_cast<int>(std::max<std::uint32_t>(1, row.servers())),
+                                     row.bytes(), ElementBytes(row), LinkModel{});
     if (e.ok()) {
       estimates[key] = *e;
-      points[{row.algorithm, row.transport}].push_back(
-          FitPoint{e->rounds, e->bottleneck_bytes, row.time_us_avg * 1e-6});
+      points[{row.algorithm(), row.transport()}].push_back(
+          FitPoint{e->rounds, e->bottleneck_bytes, row.time_us_avg() * 1e-6});
     }
   }
   std::map<std::pair<std::string, std::string>, AlphaBetaFit> fits;
@@ -113,38 +111,44 @@ absl::Status PrintCourseTable(const std::vector<MeasuredRow>& all_rows, std::ost
          "in brackets measured / predicted.\n";
   std::pair<int, std::int64_t> section{-1, -1};
   for (const auto& [key, row] : rows) {
-    if (section != std::pair{row.workers, row.bytes}) {
-      section = {row.workers, row.bytes};
-      out << "\n## N = " << row.workers << ", M = " << FormatByteSize(row.bytes) << "\n\n"
+    if (section != std::pair{static_cast<int>(row.workers()), row.bytes()}) {
+      section = {static_cast<int>(row.workers()), row.bytes()};
+      out << "\n## N = " << row.workers() << ", M = " << FormatByteSize(row.bytes()) << "\n\n"
           << "| algorithm | transport | traffic (measured / formula) | wire | rounds | time "
              "measured | predicted (link) | predicted (fitted) | bottleneck link |\n"
           << "|---|---|---|---|---:|---:|---:|---:|---|\n";
     }
     const auto found = estimates.find(key);
     const CostEstimate* e = found == estimates.end() ? nullptr : &found->second;
-    std::string traffic = row.payload_bytes_total ? HumanBytes(*row.payload_bytes_total) : "?";
-    if (row.theory_bytes_total) absl::StrAppend(&traffic, " / ", HumanBytes(*row.theory_bytes_total));
+    std::string traffic = HumanBytes(static_cast<double>(row.payload_bytes_total()));
+    if (row.theory_bytes_total() > 0) {
+      absl::StrAppend(&traffic, " / ", HumanBytes(static_cast<double>(row.theory_bytes_total())));
+    }
     // The wire bytes that carried the payload: an all-reduce's leave one
     // worker for another; ps pushes leave the workers and pulls arrive there.
-    double wire_bytes = row.wire_bytes_sent_total.value_or(0);
-    if (row.algorithm == kParameterServer) wire_bytes += row.wire_bytes_received_total.value_or(0);
-    const std::string wire = wire_bytes > 0 ? HumanBytes(wire_bytes) : "–";
-    const int rounds = row.rounds ? static_cast<int>(*row.rounds) : (e ? e->rounds : 0);
-    std::string linked = "–", fitted = "–";
-    if (row.model_time_us && *row.model_time_us > 0) {
-      linked = Microseconds(*row.model_time_us) + Ratio(row.time_us_avg, *row.model_time_us);
+    double wire_bytes = static_cast<double>(row.wire_bytes_sent_total());
+    if (RunsOnParameterServer(row.algorithm())) {
+      wire_bytes += static_cast<double>(row.wire_bytes_received_total());
     }
-    if (auto fit = fits.find({row.algorithm, row.transport}); fit != fits.end() && e) {
+    const std::string wire = wire_bytes > 0 ? HumanBytes(wire_bytes) : "–";
+    const int rounds = row.rounds() > 0 ? static_cast<int>(row.rounds()) : (e ? e->rounds : 0);
+    std::string linked = "–", fitted = "–";
+    if (row.has_model_time_us() && row.model_time_us() > 0) {
+      linked = Microseconds(row.model_time_us()) + Ratio(row.time_us_avg(), row.model_time_us());
+    }
+    if (auto fit = fits.find({row.algorithm(), row.transport()}); fit != fits.end() && e) {
       const double predicted_us =
           ModelTime(fit->second.link, e->rounds, e->bottleneck_bytes) * 1e6;
-      fitted = Microseconds(predicted_us) + Ratio(row.time_us_avg, predicted_us);
+      fitted = Microseconds(predicted_us) + Ratio(row.time_us_avg(), predicted_us);
     }
-    std::string bottleneck = BottleneckDescription(row.algorithm);
+    std::string bottleneck = BottleneckDescription(row.algorithm());
     if (e) absl::StrAppend(&bottleneck, " = ", HumanBytes(e->bottleneck_bytes));
-    if (row.algorithm == kParameterServer) absl::StrAppend(&bottleneck, " (S = ", row.servers, ")");
-    out << "| " << row.algorithm << " | " << (row.transport.empty() ? "–" : row.transport)
+    if (RunsOnParameterServer(row.algorithm())) {
+      absl::StrAppend(&bottleneck, " (S = ", row.servers(), ")");
+    }
+    out << "| " << row.algorithm() << " | " << (row.transport().empty() ? "–" : row.transport())
         << " | " << traffic << " | " << wire << " | " << rounds << " | "
-        << Microseconds(row.time_us_avg) << " | " << linked << " | " << fitted << " | "
+        << Microseconds(row.time_us_avg()) << " | " << linked << " | " << fitted << " | "
         << bottleneck << " |\n";
   }
   if (!fits.empty()) {
@@ -180,7 +184,7 @@ std::string CourseTablePathFor(const std::string& results_path) {
 }
 
 absl::Status WriteCourseTable(const std::string& results_path, const std::string& markdown_path) {
-  absl::StatusOr<std::vector<MeasuredRow>> rows = ReadResultsFiles({results_path});
+  absl::StatusOr<std::vector<proto::ResultRow>> rows = ReadResultsFiles({results_path});
   if (!rows.ok()) return rows.status();
   std::ofstream out(markdown_path, std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", markdown_path));
@@ -203,7 +207,7 @@ CLI::App* AddReportCommand(CLI::App& app, ReportOptions& options) {
 }
 
 int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::vector<MeasuredRow>> rows = ReadResultsFiles(options.files);
+  absl::StatusOr<std::vector<proto::ResultRow>> rows = ReadResultsFiles(options.files);
   if (!rows.ok()) {
     err << "error: " << rows.status().message() << "\n";
     return 2;

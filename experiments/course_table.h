@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
-#include "experiments/fit_command.h"
+#include "proto/experiment.pb.h"
 
 namespace testbed {
 
@@ -22,7 +22,7 @@ std::string BottleneckDescription(const std::string& algorithm);
 
 // The Markdown for `rows` (later rows replace earlier ones of the same
 // algorithm, transport, N and M). Fails when there are no rows.
-absl::Status PrintCourseTable(const std::vector<MeasuredRow>& rows, std::ostream& out);
+absl::Status PrintCourseTable(const std::vector<proto::ResultRow>& rows, std::ostream& out);
 
 // "results.jsonl" -> "results.md" (any other name gets ".md" appended).
 std::string CourseTablePathFor(const std::string& results_path);

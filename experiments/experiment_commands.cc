@@ -133,17 +133,21 @@ absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::Experime
   const std::optional<LinkModel> model = SpecLinkModel(spec);
   grpc::ClientContext context;
   interrupter.SetCurrent(&context);
+  absl::Status write_error;
   const absl::Status status = SubmitExperiment(
       coordinator, credentials, spec, wait_for_workers_s, context,
       [&](const proto::ResultRow& measured) {
         proto::ResultRow row = measured;
         if (model) AddModelTime(spec, *model, row);
         sink.Add(row);
-        if (results_file.is_open()) results_file.Append(row);
+        if (!results_file.is_open() || !write_error.ok()) return;
+        write_error = results_file.Append(row);
+        // Measuring on with nowhere to keep the results only wastes the run.
+        if (!write_error.ok()) context.TryCancel();
       },
       std::cerr);
   interrupter.SetCurrent(nullptr);
-  return status;
+  return write_error.ok() ? status : write_error;
 }
 
 // Whether --out (if given) can be appended to; says why not. Checked before
@@ -274,13 +278,21 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
   int code = ExitCode(status, interrupter);
   finished = true;
   watchdog.join();
-  if (code == 1) {
-    // The workers of a failed experiment exit on their own, naming the lost
-    // rank in their logs; let them, so their exit is reported, not our kill.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (c.UnexpectedExits().size() < c.worker_pids().size() &&
-           std::chrono::steady_clock::now() < deadline) {
+  if (code == 1 && !c.UnexpectedExits().empty()) {
+    // A daemon died: the other workers of the failed experiment exit on their
+    // own, naming the lost rank in their logs; let them, so their exit is
+    // reported, not our kill. (Nothing died - a hung worker, a refused
+    // submission, a results file that filled up: nothing to wait for.)
+    // They do so within moments of each other; a worker that has not one
+    // second after the last exit is hung, and Stop() ends it.
+    auto quiet_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    std::size_t exited = c.UnexpectedExits().size();
+    while (exited < c.worker_pids().size() && std::chrono::steady_clock::now() < quiet_until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (const std::size_t now = c.UnexpectedExits().size(); now > exited) {
+        exited = now;
+        quiet_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      }
     }
   }
   const std::vector<std::string> exits = c.UnexpectedExits();

@@ -35,6 +35,12 @@ class SpecErrors : public google::protobuf::io::ErrorCollector {
 
 }  // namespace
 
+std::vector<std::string> DefaultAlgorithms() {
+  std::vector<std::string> names;
+  for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) names.emplace_back(c->name);
+  return names;
+}
+
 void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("--spec", f.spec_file,
                  "Experiment spec in protobuf text format (experiments/specs/*.textproto); "
@@ -47,8 +53,8 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd.add_option("-a,--algorithms", f.algorithms,
-                 "Comma-separated: naive,ring,tree,butterfly (all-reduce over UCX) and ps "
-                 "(the parameter server over gRPC)")
+                 "Comma-separated, any of: " + CollectiveNames(Kinds::kAll) +
+                     " (ps: the parameter server over gRPC; the others: schedules over UCX)")
       ->delimiter(',')
       ->check(AlgorithmValidator())
       ->capture_default_str();

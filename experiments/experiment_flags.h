@@ -15,12 +15,16 @@
 
 namespace testbed {
 
+// The registry's all-reduces, the parameter server included: what an
+// experiment compares unless told otherwise.
+std::vector<std::string> DefaultAlgorithms();
+
 struct ExperimentFlags {
   std::string spec_file;  // a textproto; the flags below then only override what is given
   std::string name;
   std::vector<int> workers = {4};  // several: a sweep over N (testbed local)
   int servers = 1;
-  std::vector<std::string> algorithms = {"naive", "ring", "tree", "butterfly", "ps"};
+  std::vector<std::string> algorithms = DefaultAlgorithms();
   std::string sizes = "4KiB:16MiB";
   int iterations = 10;
   int warmup = 2;

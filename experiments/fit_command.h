@@ -6,47 +6,15 @@
 // each row's N and M (ps: 2 rounds of N*M/S, S = the row's servers).
 #pragma once
 
-#include <istream>
-#include <map>
-#include <optional>
 #include <ostream>
 #include <string>
-#include <string_view>
-#include <variant>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "absl/status/statusor.h"
+#include "proto/experiment.pb.h"
 
 namespace testbed {
-
-// A flat JSON object's scalar members: numbers as double, strings, booleans;
-// null, lists and nested objects are parsed and left out.
-using JsonScalar = std::variant<double, std::string, bool>;
-using FlatJsonObject = std::map<std::string, JsonScalar, std::less<>>;
-absl::StatusOr<FlatJsonObject> ParseFlatJsonObject(std::string_view line);
-
-// One "record": "result" line, the fields the fit needs.
-struct MeasuredRow {
-  std::string algorithm;
-  std::string transport;  // "" when absent
-  std::string dtype;      // "float32" when absent
-  int workers = 0;
-  std::int64_t bytes = 0;
-  int servers = 1;
-  double time_us_avg = 0;
-  // Read where present (the course table shows them; the fit needs none).
-  std::optional<double> payload_bytes_total, theory_bytes_total, wire_bytes_sent_total,
-      wire_bytes_received_total, model_time_us, rounds;
-};
-
-// Result records of a results file; other records and blank lines are skipped.
-// Errors name the line.
-absl::StatusOr<std::vector<MeasuredRow>> ReadMeasuredRows(std::istream& in);
-
-// The result records of several results files, in order; errors name the file.
-absl::StatusOr<std::vector<MeasuredRow>> ReadResultsFiles(const std::vector<std::string>& files);
 
 struct FitOptions {
   std::vector<std::string> files;
@@ -55,7 +23,7 @@ struct FitOptions {
 
 CLI::App* AddFitCommand(CLI::App& app, FitOptions& options);
 // Fits every group of rows; prints one row per group that could be fitted.
-int RunFit(const std::vector<MeasuredRow>& rows, const std::string& format, std::ostream& out,
+int RunFit(const std::vector<proto::ResultRow>& rows, const std::string& format, std::ostream& out,
            std::ostream& err);
 int RunFit(const FitOptions& options, std::ostream& out, std::ostream& err);
 

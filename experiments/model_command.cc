@@ -7,12 +7,6 @@
 #include "experiments/link_units.h"
 
 namespace testbed {
-namespace {
-
-constexpr std::string_view kAllModelAlgorithms[] = {"ps", "naive", "ring", "tree", "butterfly"};
-
-}  // namespace
-
 CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
   CLI::App* cmd = app.add_subcommand(
       "model",
@@ -35,7 +29,8 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
       ->check(DataTypeValidator())
       ->capture_default_str();
   cmd->add_option("-a,--algorithms", options.algorithms,
-                  "Comma-separated subset (default: ps,naive,ring,tree,butterfly)")
+                  "Comma-separated, any of: " + CollectiveNames(Kinds::kAll) +
+                      " (default: the all-reduces, " + CollectiveNames(Kinds::kAllReduce) + ")")
       ->delimiter(',')
       ->check(AlgorithmValidator());
   cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
@@ -74,7 +69,9 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
   }
   const LinkModel link{*alpha, 8.0 / *rate};
   std::vector<std::string> names = options.algorithms;
-  if (names.empty()) names.assign(std::begin(kAllModelAlgorithms), std::end(kAllModelAlgorithms));
+  if (names.empty()) {
+    for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) names.emplace_back(c->name);
+  }
 
   Table table({"algorithm", "workers", "bytes", "rounds", "bottleneck_bytes", "model_time_us",
                "formula_bytes"});
@@ -86,8 +83,7 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
       err << "error: unknown algorithm '" << name << "'\n";
       return 2;
     }
-    const std::int64_t formula =
-        name == kParameterServer ? 2 * n * *bytes : FindCollective(name)->formula_bytes(n, *bytes);
+    const std::int64_t formula = FindCollective(name)->formula_bytes(n, *bytes);
     table.AddRow({name, std::int64_t{n}, *bytes, std::int64_t{e->rounds}, e->bottleneck_bytes,
                   e->time_s * 1e6, formula});
   }

@@ -85,8 +85,8 @@ CLI::App* AddTraceCommand(CLI::App& app, TraceOptions& options) {
       "the receiver reduces or copies, and every rank's buffer after each round of a real "
       "in-process run.");
   cmd->add_option("-a,--algorithm", options.algorithm,
-                  "Collective: " + CollectiveNames(/*all_reduce_only=*/false))
-      ->check(CollectiveValidator(/*all_reduce_only=*/false))
+                  "Collective: " + CollectiveNames(Kinds::kScheduled))
+      ->check(CollectiveValidator(Kinds::kScheduled))
       ->capture_default_str();
   cmd->add_option("-n,--workers", options.workers, "Number of ranks N")
       ->check(CLI::Range(1, 64))

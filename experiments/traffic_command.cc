@@ -17,7 +17,7 @@ CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
   cmd->add_option("-a,--algorithms", options.algorithms,
                   "Comma-separated subset (default: naive,ring,tree,butterfly)")
       ->delimiter(',')
-      ->check(CollectiveValidator(/*all_reduce_only=*/true));
+      ->check(CollectiveValidator(Kinds::kScheduled));
   cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
       ->check(FormatValidator())
       ->capture_default_str();
@@ -39,7 +39,7 @@ int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& e
   }
   std::vector<const Collective*> algorithms;
   for (const std::string& name : options.algorithms) algorithms.push_back(FindCollective(name));
-  if (algorithms.empty()) algorithms = AllReduceAlgorithms();
+  if (algorithms.empty()) algorithms = CollectivesOf(Kinds::kScheduledAllReduce);
 
   Table table({"algorithm", "workers", "bytes", "total_bytes", "max_rank_bytes", "rounds",
                "formula_bytes", "formula_rounds", "formula"});

@@ -10,7 +10,8 @@ namespace testbed {
 
 bool UsesParameterServer(const proto::ExperimentSpec& spec) {
   for (const std::string& name : spec.algorithms()) {
-    if (name == kParameterServer) return true;
+    const Collective* c = FindCollective(name);
+    if (c != nullptr && c->runs_on_parameter_server()) return true;
   }
   return false;
 }
@@ -32,14 +33,13 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
   }
   if (spec.algorithms().empty()) return bad("no algorithms");
   for (const std::string& name : spec.algorithms()) {
-    if (name == kParameterServer) {
-      if (spec.op() != "sum") return bad("ps aggregates sums only, not ", spec.op());
-      continue;
-    }
     const Collective* c = FindCollective(name);
-    if (c == nullptr || !c->is_all_reduce()) {
-      return bad("unknown algorithm '", name, "' (choose from ",
-                 CollectiveNames(/*all_reduce_only=*/true), ", ps)");
+    if (c == nullptr) {
+      return bad("unknown algorithm '", name, "' (choose from ", CollectiveNames(Kinds::kAll),
+                 ")");
+    }
+    if (c->runs_on_parameter_server() && spec.op() != "sum") {
+      return bad(name, " aggregates sums only, not ", spec.op());
     }
   }
   if (spec.servers() < 1 || spec.servers() > 64) return bad("servers must be 1..64");

@@ -3,7 +3,6 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "allreduce/collective.h"  // kParameterServer: "ps" beside the all-reduces
 #include "proto/experiment.pb.h"
 
 namespace testbed {

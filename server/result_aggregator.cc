@@ -18,11 +18,11 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
     return absl::InvalidArgumentError(absl::StrCat(by_rank.size(), " results for ", n, " ranks"));
   }
   const proto::RankResult& first = by_rank[0];
-  const bool ps = first.algorithm() == kParameterServer;
   const Collective* collective = FindCollective(first.algorithm());
-  if (collective == nullptr && !ps) {
+  if (collective == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unknown algorithm ", first.algorithm()));
   }
+  const bool ps = collective->runs_on_parameter_server();
   const int iterations = first.iteration_us_size();
   for (int r = 0; r < n; ++r) {
     const proto::RankResult& result = by_rank[r];
@@ -59,7 +59,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_time_us_max(hi);
   const double algbw = avg > 0 ? static_cast<double>(first.bytes()) / avg / 1e3 : 0;
   row.set_algbw_gbps(algbw);
-  row.set_busbw_gbps(n > 1 ? algbw * 2.0 * (n - 1) / n : 0);
+  row.set_busbw_gbps(algbw * collective->busbw_factor(n));
 
   std::uint64_t payload = 0, busiest = 0;
   std::int64_t wrong = 0;
@@ -90,11 +90,11 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
                                         result.wire_bytes_received());
     }
   }
+  row.set_theory_bytes_total(collective->formula_bytes(n, first.bytes()));
+  row.set_rounds(collective->formula_rounds(n));
   if (ps) {
-    // 2 N M in total; through each shard 2 N times its slice.
+    // Through each shard 2 N times its slice.
     const std::int64_t m = first.bytes();
-    row.set_theory_bytes_total(2 * static_cast<std::uint64_t>(n) * m);
-    row.set_rounds(2);
     row.set_servers(spec.servers());
     for (std::uint64_t bytes : per_shard) row.add_shard_payload_bytes(bytes);
     const auto element = static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
@@ -105,9 +105,6 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
     // The busiest link is the busiest shard's: it carries N slices in and N out.
     busiest = 0;
     for (std::uint64_t bytes : per_shard) busiest = std::max(busiest, bytes / 2);
-  } else {
-    row.set_theory_bytes_total(collective->formula_bytes(n, first.bytes()));
-    row.set_rounds(collective->formula_rounds(n));
   }
   row.set_max_rank_bytes(busiest);
   return row;

@@ -133,7 +133,7 @@ TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
   };
   for (const Case& c : {
            Case{"trace --algorithm quicksort", "unknown algorithm 'quicksort'"},
-           Case{"traffic --algorithms ring,reduce", "unknown algorithm 'reduce'"},
+           Case{"traffic --algorithms ring,ps", "unknown algorithm 'ps'"},
            Case{"traffic --workers 0", "--workers"},
            Case{"trace --workers -3", "--workers"},
            Case{"traffic --bytes 12XB", "bad size '12XB'"},

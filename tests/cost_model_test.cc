@@ -16,6 +16,7 @@
 #include "tests/cli_runner.h"
 #include "allreduce/cost_model.h"
 #include "experiments/fit_command.h"
+#include "experiments/results/result_row.h"
 #include "experiments/model_command.h"
 
 namespace testbed {
@@ -145,23 +146,6 @@ TEST(ModelCommandTest, JsonRowsForEveryAlgorithm) {
   EXPECT_NE(text.find("\"butterfly\""), std::string::npos);
 }
 
-TEST(FitCommandTest, ParsesFlatObjectsAndSkipsNestedValues) {
-  const auto o = ParseFlatJsonObject(
-      R"({"record": "experiment", "host": {"name": "vm", "cpus": [1, {"a": "}"}]}, )"
-      R"("n": -1.5e3, "ok": true, "none": null, "s": "a\"b\\c\u00e9"})");
-  ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(std::get<std::string>(o->at("record")), "experiment");
-  EXPECT_FALSE(o->contains("host"));
-  EXPECT_FALSE(o->contains("none"));
-  EXPECT_EQ(std::get<double>(o->at("n")), -1500);
-  EXPECT_EQ(std::get<bool>(o->at("ok")), true);
-  EXPECT_EQ(std::get<std::string>(o->at("s")), "a\"b\\c\xc3\xa9");
-  for (const char* bad : {"", "{", "{\"a\" 1}", "{\"a\": 1,}", "{\"a\": 1} x", "[1]",
-                          "{\"a\": 01x}", "{\"a\": \"unterminated}"}) {
-    EXPECT_FALSE(ParseFlatJsonObject(bad).ok()) << bad;
-  }
-}
-
 // A results file as `testbed local --out` writes it, with times from the model.
 std::string SampleResults(const LinkModel& link) {
   std::ostringstream text;
@@ -190,24 +174,24 @@ std::string SampleResults(const LinkModel& link) {
 
 TEST(FitCommandTest, ReadsResultRecordsOnly) {
   std::istringstream in(SampleResults(LinkModel{20e-6, 8e-9}));
-  const auto rows = ReadMeasuredRows(in);
+  const auto rows = ReadResultRows(in);
   ASSERT_TRUE(rows.ok()) << rows.status();
   ASSERT_EQ(rows->size(), 6u);
-  EXPECT_EQ((*rows)[0].algorithm, "ring");
-  EXPECT_EQ((*rows)[0].transport, "ucx:tcp/lo.0");
-  EXPECT_EQ((*rows)[0].servers, 1);  // 0 in the file: not a ps row
-  EXPECT_EQ((*rows)[1].servers, 2);
-  EXPECT_EQ((*rows)[1].bytes, 4096);
+  EXPECT_EQ((*rows)[0].algorithm(), "ring");
+  EXPECT_EQ((*rows)[0].transport(), "ucx:tcp/lo.0");
+  EXPECT_EQ((*rows)[0].servers(), 0u);  // not a ps row
+  EXPECT_EQ((*rows)[1].servers(), 2u);
+  EXPECT_EQ((*rows)[1].bytes(), 4096);
 
   std::istringstream broken("{\"record\": \"result\", \"algorithm\": \"ring\"}\n");
-  const auto bad = ReadMeasuredRows(broken);
+  const auto bad = ReadResultRows(broken);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("line 1"), std::string::npos) << bad.status();
 }
 
 TEST(FitCommandTest, RecoversTheModelsParametersPerGroup) {
   std::istringstream in(SampleResults(LinkModel{20e-6, 8e-9}));  // 20 us, 1 Gbit/s
-  const auto rows = ReadMeasuredRows(in);
+  const auto rows = ReadResultRows(in);
   ASSERT_TRUE(rows.ok()) << rows.status();
   std::ostringstream out, err;
   ASSERT_EQ(RunFit(*rows, "csv", out, err), 0) << err.str();
@@ -220,15 +204,15 @@ TEST(FitCommandTest, RecoversTheModelsParametersPerGroup) {
 }
 
 TEST(FitCommandTest, SaysWhenAGroupHasOneSize) {
-  MeasuredRow row;
-  row.algorithm = "ring";
-  row.transport = "tcp";
-  row.dtype = "float32";
-  row.workers = 4;
-  row.bytes = 4096;
-  row.time_us_avg = 100;
-  std::vector<MeasuredRow> rows = {row, row};
-  rows[1].time_us_avg = 110;
+  proto::ResultRow row;
+  row.set_algorithm("ring");
+  row.set_transport("tcp");
+  row.set_dtype("float32");
+  row.set_workers(4);
+  row.set_bytes(4096);
+  row.set_time_us_avg(100);
+  std::vector<proto::ResultRow> rows = {row, row};
+  rows[1].set_time_us_avg(110);
   std::ostringstream out, err;
   EXPECT_NE(RunFit(rows, "table", out, err), 0);
   EXPECT_NE(err.str().find("ring (tcp): needs at least 2 distinct sizes"), std::string::npos)
@@ -245,7 +229,7 @@ TEST(CostModelCliTest, BadInputGetsAClearMessage) {
   for (const Case& c : {
            Case{"model --alpha 50xs", "bad duration '50xs'"},
            Case{"model --link-rate 1gbps", "bad link rate '1gbps'"},
-           Case{"model --algorithms ps,reduce", "unknown algorithm 'reduce'"},
+           Case{"model --algorithms ps,hypercube", "unknown algorithm 'hypercube'"},
            Case{"model --servers 0", "--servers"},
            Case{"fit /nonexistent/results.jsonl", "/nonexistent/results.jsonl"},
        }) {

@@ -16,27 +16,26 @@ namespace {
 constexpr std::int64_t kMiB = 1 << 20;
 
 // A row whose time is exactly the model's, for alpha 100 us, 1 Gbit/s links.
-MeasuredRow ModelRow(const std::string& algorithm, int workers, std::int64_t bytes,
-                     int servers = 1) {
+proto::ResultRow ModelRow(const std::string& algorithm, int workers, std::int64_t bytes,
+                          int servers = 1) {
   const LinkModel link{100e-6, 8.0 / 1e9};
   const CostEstimate e = *EstimateAlgorithm(algorithm, workers, servers, bytes, 4, link);
-  MeasuredRow row;
-  row.algorithm = algorithm;
-  row.transport = "ucx:tcp/eth0.0";
-  row.dtype = "float32";
-  row.workers = workers;
-  row.bytes = bytes;
-  row.servers = servers;
-  row.time_us_avg = e.time_s * 1e6;
-  row.model_time_us = e.time_s * 1e6;
-  row.rounds = e.rounds;
-  row.payload_bytes_total = 2.0 * (workers - 1) * bytes;
-  row.theory_bytes_total = 2.0 * (workers - 1) * bytes;
-  row.wire_bytes_sent_total = 0;
+  proto::ResultRow row;
+  row.set_algorithm(algorithm);
+  row.set_transport("ucx:tcp/eth0.0");
+  row.set_dtype("float32");
+  row.set_workers(workers);
+  row.set_bytes(bytes);
+  row.set_servers(servers);
+  row.set_time_us_avg(e.time_s * 1e6);
+  row.set_model_time_us(e.time_s * 1e6);
+  row.set_rounds(e.rounds);
+  row.set_payload_bytes_total(2 * (workers - 1) * bytes);
+  row.set_theory_bytes_total(2 * (workers - 1) * bytes);
   return row;
 }
 
-std::string Table(const std::vector<MeasuredRow>& rows) {
+std::string Table(const std::vector<proto::ResultRow>& rows) {
   std::ostringstream out;
   EXPECT_TRUE(PrintCourseTable(rows, out).ok());
   return out.str();
@@ -62,9 +61,9 @@ TEST(CourseTableTest, OneSectionPerNAndSizeWithEveryColumn) {
 }
 
 TEST(CourseTableTest, ParameterServerNamesItsShardsAndShowsWireBytes) {
-  MeasuredRow ps = ModelRow("ps", 4, 16 * kMiB, /*servers=*/2);
-  ps.wire_bytes_sent_total = 65.0 * kMiB;      // the pushes
-  ps.wire_bytes_received_total = 66.0 * kMiB;  // the pulls
+  proto::ResultRow ps = ModelRow("ps", 4, 16 * kMiB, /*servers=*/2);
+  ps.set_wire_bytes_sent_total(65 * kMiB);      // the pushes
+  ps.set_wire_bytes_received_total(66 * kMiB);  // the pulls
   const std::string table = Table({ps});
   EXPECT_NE(table.find("the server's link: N·M/S in, then N·M/S out = 64.0 MiB (S = 2)"),
             std::string::npos)
@@ -73,9 +72,9 @@ TEST(CourseTableTest, ParameterServerNamesItsShardsAndShowsWireBytes) {
 }
 
 TEST(CourseTableTest, ALaterMeasurementReplacesAnEarlierOne) {
-  MeasuredRow first = ModelRow("butterfly", 4, kMiB);
-  MeasuredRow second = first;
-  second.time_us_avg = 2 * first.time_us_avg;
+  proto::ResultRow first = ModelRow("butterfly", 4, kMiB);
+  proto::ResultRow second = first;
+  second.set_time_us_avg(2 * first.time_us_avg());
   const std::string table = Table({first, second});
   EXPECT_EQ(table.find("| butterfly |"), table.rfind("| butterfly |")) << table;
   EXPECT_NE(table.find("(2.00×)"), std::string::npos) << table;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "allreduce/collective.h"
 #include "allreduce/transport/inprocess_transport.h"
 #include "experiments/experiment_flags.h"
 #include "proto/spec.h"
@@ -47,8 +48,9 @@ TEST(SpecTest, ValidationNamesTheBadField) {
   EXPECT_NE(ValidateSpec(odd).message().find("4097 is not a whole number of float32"),
             std::string::npos);
   proto::ExperimentSpec unknown = spec;
-  unknown.add_algorithms("reduce");  // a collective, but not an all-reduce
-  EXPECT_NE(ValidateSpec(unknown).message().find("unknown algorithm 'reduce'"), std::string::npos);
+  unknown.add_algorithms("hypercube");
+  EXPECT_NE(ValidateSpec(unknown).message().find("unknown algorithm 'hypercube' (choose from ps, naive"),
+            std::string::npos);
   proto::ExperimentSpec nobody = spec;
   nobody.set_workers(0);
   EXPECT_FALSE(ValidateSpec(nobody).ok());
@@ -86,7 +88,9 @@ class SweepTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
   proto::ExperimentSpec spec;
   spec.set_workers(3);
-  for (const char* a : {"naive", "ring", "tree", "butterfly"}) spec.add_algorithms(a);
+  // Every collective with a schedule: all of them run in the harness.
+  for (const Collective* c : CollectivesOf(Kinds::kScheduled)) spec.add_algorithms(std::string(c->name));
+  const std::size_t rows = 2 * CollectivesOf(Kinds::kScheduled).size();
   spec.add_sizes(4 * 1001);
   spec.add_sizes(4);
   spec.set_iterations(2);
@@ -114,9 +118,9 @@ TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
   for (auto& t : threads) t.join();
   for (int r = 0; r < 3; ++r) {
     ASSERT_TRUE(status[r].ok()) << status[r];
-    ASSERT_EQ(results[r].size(), 8u);
+    ASSERT_EQ(results[r].size(), rows);
   }
-  for (std::size_t row = 0; row < 8; ++row) {
+  for (std::size_t row = 0; row < rows; ++row) {
     std::vector<proto::RankResult> by_rank = {results[0][row], results[1][row], results[2][row]};
     const auto aggregated = AggregateRow(spec, by_rank);
     ASSERT_TRUE(aggregated.ok()) << aggregated.status();
@@ -125,6 +129,7 @@ TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
     EXPECT_EQ(aggregated->iterations(), 2u);
     // One iteration's payload, barriers excluded.
     EXPECT_EQ(aggregated->payload_bytes_total(), aggregated->theory_bytes_total());
+    EXPECT_GT(aggregated->theory_bytes_total(), 0u);  // equal, and not because both are absent
     EXPECT_EQ(aggregated->wire_bytes_sent_size(), GetParam().empty() ? 0 : 3);
   }
 }
@@ -160,6 +165,31 @@ TEST(AggregateTest, AnIterationTakesItsSlowestRanksTime) {
   EXPECT_EQ(row->theory_bytes_total(), 2000000u);  // ring, N = 2: 2(N-1)M
   EXPECT_EQ(row->wrong(), 1);
   EXPECT_EQ(row->rounds(), 2u);
+}
+
+// nccl-tests' factors, at N = 4 where each differs from the others and from 1.
+TEST(AggregateTest, BusBandwidthUsesEachCollectivesFactor) {
+  proto::ExperimentSpec spec;
+  spec.set_workers(4);
+  spec.set_dtype("float32");
+  for (const auto& [name, factor] : std::vector<std::pair<std::string, double>>{
+           {"ring", 1.5}, {"ps", 1.5}, {"butterfly", 1.5}, {"reduce-scatter", 0.75},
+           {"all-gather", 0.75}, {"broadcast", 1.0}, {"reduce", 1.0}}) {
+    SCOPED_TRACE(name);
+    std::vector<proto::RankResult> by_rank;
+    for (int r = 0; r < 4; ++r) {
+      by_rank.push_back(Result(r, {100}, 1000));
+      by_rank.back().set_algorithm(name);
+      if (name == "ps") by_rank.back().add_shard_payload_bytes(2000);
+    }
+    spec.set_servers(1);
+    const auto row = AggregateRow(spec, by_rank);
+    ASSERT_TRUE(row.ok()) << row.status();
+    EXPECT_DOUBLE_EQ(row->algbw_gbps(), 1e6 / 100e-6 / 1e9);
+    EXPECT_DOUBLE_EQ(row->busbw_gbps(), row->algbw_gbps() * factor);
+    EXPECT_EQ(row->theory_bytes_total(),
+              static_cast<std::uint64_t>(FindCollective(name)->formula_bytes(4, 1000000)));
+  }
 }
 
 TEST(AggregateTest, RefusesMismatchedRanks) {

@@ -40,12 +40,16 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
   };
 
   for (const std::string& name : spec.algorithms()) {
-    const bool ps = name == kParameterServer;
-    if (ps && env.parameter_server == nullptr) {
-      return absl::FailedPreconditionError("ps requested but no parameter server shards known");
+    const Collective* collective = FindCollective(name);
+    if (collective == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", name, "'"));
     }
-    const Collective* collective = ps ? nullptr : FindCollective(name);
-    const Semantics semantics = ps ? Semantics::kAllReduce : collective->semantics;
+    const bool ps = collective->runs_on_parameter_server();
+    if (ps && env.parameter_server == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, " requested but no parameter server shards known"));
+    }
+    const Semantics semantics = collective->semantics;
     for (const std::int64_t bytes : spec.sizes()) {
       const std::int64_t count = bytes / element;
       const std::span<std::byte> data(buffer.data(), bytes);

@@ -1,0 +1,45 @@
+// ResultRow, the one definition of a result, as every output and reader sees
+// it: the columns of the table, CSV and JSON are the message's fields in
+// field-number order (read from its descriptor, so a field added to the proto
+// is a column everywhere), and results files are read back with protobuf's
+// own JSON parser.
+//
+// Thread-safety: free functions over values.
+#pragma once
+
+#include <cstddef>
+#include <istream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "experiments/table.h"
+#include "proto/experiment.pb.h"
+
+namespace testbed {
+
+// Every field's name, in field-number order.
+std::vector<std::string> ResultColumns();
+// One cell per column: integers, doubles, strings, lists of integers; an
+// unset optional field is an empty string.
+std::vector<Cell> ResultCells(const proto::ResultRow& row);
+
+// A results-file line of the "result" kind, as JSON (no newline).
+std::string ResultRecordJson(const proto::ResultRow& row);
+
+// The longest line a results reader accepts: a row with per-rank lists for
+// 1024 ranks is under 64 KiB. Longer input is refused, never buffered whole.
+inline constexpr std::size_t kMaxResultsLineBytes = std::size_t{1} << 20;
+
+// The "result" records of JSON lines; other records and blank lines are
+// skipped, unknown fields ignored (files from newer builds still read). A
+// record without algorithm, workers >= 1 or bytes, a malformed line or one
+// over kMaxResultsLineBytes fails with its line number.
+absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in);
+
+// The result records of several files, in order; errors name the file. Only
+// regular files are read (a device such as /dev/zero never ends).
+absl::StatusOr<std::vector<proto::ResultRow>> ReadResultsFiles(
+    const std::vector<std::string>& files);
+
+}  // namespace testbed

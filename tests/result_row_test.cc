@@ -1,0 +1,146 @@
+// ResultRow is the one definition of a result: every field is a column, a
+// row written to a results file reads back equal through protobuf's JSON
+// parser, the reference results in the repository still read, and readers and
+// writers fail clearly on input or output that is not a results file.
+#include <gtest/gtest.h>
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "experiments/results/result_row.h"
+#include "experiments/results_output.h"
+
+namespace testbed {
+namespace {
+
+proto::ResultRow FullRow() {
+  proto::ResultRow row;
+  row.set_algorithm("ps");
+  row.set_workers(4);
+  row.set_bytes(1 << 20);
+  row.set_iterations(5);
+  row.set_time_us_avg(1234.5);
+  row.set_time_us_min(1000.25);
+  row.set_time_us_max(1500.125);
+  row.set_algbw_gbps(0.85);
+  row.set_busbw_gbps(1.275);
+  row.set_payload_bytes_total(8 << 20);
+  row.set_theory_bytes_total(8 << 20);
+  row.set_wrong(-1);
+  row.set_transport("grpc:tcp/eth0");
+  row.set_dtype("float64");
+  row.set_rounds(2);
+  row.set_max_rank_bytes(4 << 20);
+  row.set_servers(2);
+  row.add_shard_payload_bytes(4 << 20);
+  row.add_shard_payload_bytes(4 << 20);
+  row.add_shard_theory_bytes(4 << 20);
+  row.add_shard_theory_bytes(4 << 20);
+  for (int r = 0; r < 4; ++r) {
+    row.add_wire_bytes_sent(1000 + r);
+    row.add_wire_bytes_received(2000 + r);
+  }
+  row.set_wire_bytes_sent_total(4006);
+  row.set_wire_bytes_received_total(8006);
+  row.set_model_time_us(1200);
+  return row;
+}
+
+TEST(ResultRowTest, EveryFieldOfTheProtoIsAColumnInFieldOrder) {
+  const auto* descriptor = proto::ResultRow::descriptor();
+  const std::vector<std::string> columns = ResultColumns();
+  ASSERT_EQ(static_cast<int>(columns.size()), descriptor->field_count());
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    EXPECT_EQ(columns[i], descriptor->FindFieldByNumber(static_cast<int>(i) + 1)->name());
+  }
+  EXPECT_EQ(ResultCells(FullRow()).size(), columns.size());
+}
+
+TEST(ResultRowTest, AnUnsetOptionalFieldIsAnEmptyCell) {
+  proto::ResultRow row = FullRow();
+  row.clear_model_time_us();
+  const std::vector<Cell> cells = ResultCells(row);
+  EXPECT_EQ(std::get<std::string>(cells.back()), "");
+  EXPECT_EQ(std::get<double>(ResultCells(FullRow()).back()), 1200);
+}
+
+TEST(ResultRowTest, AWrittenRowReadsBackEqual) {
+  const proto::ResultRow row = FullRow();
+  std::istringstream in("{\"record\": \"experiment\", \"spec\": {\"workers\": 4}}\n\n" +
+                        ResultRecordJson(row) + "\n");
+  const auto rows = ReadResultRows(in);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*rows)[0], row))
+      << (*rows)[0].DebugString();
+  // Numbers stay numbers for scripts: bytes is not quoted as proto3 JSON would.
+  EXPECT_NE(ResultRecordJson(row).find("\"bytes\": 1048576"), std::string::npos);
+}
+
+TEST(ResultRowTest, FieldsFromANewerBuildAreIgnored) {
+  std::istringstream in(
+      R"({"record": "result", "algorithm": "ring", "workers": 2, "bytes": 8, )"
+      R"("time_us_avg": 3.5, "p99_us": 9, "chosen_by": {"model": "fit"}})"
+      "\n");
+  const auto rows = ReadResultRows(in);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].time_us_avg(), 3.5);
+}
+
+TEST(ResultRowTest, BadLinesAreRefusedWithTheirNumber) {
+  for (const char* bad : {"{\"record\": \"result\", \"algorithm\": \"ring\"}",  // no workers
+                          "{\"record\": \"result\", \"workers\": 2}",          // no algorithm
+                          "{\"record\": \"result\", \"algorithm\": 5}", "{", "[1]",
+                          "{\"record\": \"result\", \"algorithm\": \"ring\", \"workers\": 2, "
+                          "\"bytes\": \"lots\"}"}) {
+    std::istringstream in(std::string("\n") + bad + "\n");
+    const auto rows = ReadResultRows(in);
+    ASSERT_FALSE(rows.ok()) << bad;
+    EXPECT_NE(rows.status().message().find("line 2"), std::string::npos) << rows.status();
+  }
+}
+
+TEST(ResultRowTest, ALineWithoutEndIsRefusedNotBuffered) {
+  std::istringstream in(std::string(kMaxResultsLineBytes + 10, '0'));
+  const auto rows = ReadResultRows(in);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.status().message().find("longer than"), std::string::npos) << rows.status();
+  // A device that never ends is not read at all.
+  const auto device = ReadResultsFiles({"/dev/zero"});
+  ASSERT_FALSE(device.ok());
+  EXPECT_NE(device.status().message().find("not a regular file"), std::string::npos);
+}
+
+TEST(ResultRowTest, TheReferenceResultsStillRead) {
+  const std::string path = std::string(TESTBED_SOURCE_DIR) +
+                           "/experiments/reference/traffic_tradeoffs.jsonl";
+  std::ifstream in(path);
+  int result_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    result_lines += line.find("\"record\": \"result\"") != std::string::npos;
+  }
+  ASSERT_GT(result_lines, 0);
+  const auto rows = ReadResultsFiles({path});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(static_cast<int>(rows->size()), result_lines);
+  for (const proto::ResultRow& row : *rows) {
+    EXPECT_FALSE(row.algorithm().empty());
+    EXPECT_GT(row.time_us_avg(), 0);
+    EXPECT_EQ(row.payload_bytes_total(), row.theory_bytes_total()) << row.DebugString();
+    EXPECT_GT(row.theory_bytes_total(), 0u);
+  }
+}
+
+TEST(ResultsFileTest, AFullDiskFailsAtOnceNamingThePathAndTheReason) {
+  ResultsFile file;
+  const absl::Status opened = file.Open("/dev/full", proto::ExperimentSpec(), "test");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.message().find("/dev/full"), std::string::npos) << opened;
+  EXPECT_NE(opened.message().find("No space left on device"), std::string::npos) << opened;
+}
+
+}  // namespace
+}  // namespace testbed
