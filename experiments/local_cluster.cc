@@ -206,7 +206,10 @@ void LocalCluster::Stop() {
     return true;
   };
   signal_all(SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // A stopped (hung) daemon would hold its SIGTERM until the SIGKILL below:
+  // wake it so it ends as cleanly as the others.
+  signal_all(SIGCONT);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (!all_exited() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

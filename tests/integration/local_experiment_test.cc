@@ -6,6 +6,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
 
 #include "tests/integration/process_runner.h"
 
@@ -41,6 +45,9 @@ TEST_P(LocalSweep, EveryAlgorithmIsExactAndMovesTheoryBytes) {
     EXPECT_EQ(JsonField(row, "workers"), std::to_string(n));
     EXPECT_EQ(JsonField(row, "wrong"), "0");
     EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    if (n > 1) {
+      EXPECT_NE(JsonField(row, "theory_bytes_total"), "0");
+    }
     EXPECT_EQ(JsonField(row, "iterations"), "2");
     EXPECT_GT(std::atof(JsonField(row, "time_us_avg").c_str()), 0);
   }
@@ -56,6 +63,118 @@ TEST_P(LocalSweep, EveryAlgorithmIsExactAndMovesTheoryBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Workers, LocalSweep, ::testing::Values(1, 2, 3, 4, 5, 8),
                          [](const auto& info) { return "N" + std::to_string(info.param); });
+
+// reduce-scatter, all-gather, broadcast and reduce run in the harness like the
+// all-reduces: checked results, payload equal to the closed form, and
+// nccl-tests' bus-bandwidth factor ((N-1)/N for the first two, 1 for the rooted).
+TEST(LocalCollectives, EveryCollectiveRunsExactWithItsBusFactor) {
+  const std::string dir = TempDir("collectives");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "3", "--algorithms",
+                          "reduce-scatter,all-gather,broadcast,reduce", "--sizes", "4004",
+                          "--dtype", "int32", "--op", "max", "--iters", "2", "--warmup", "0",
+                          "--format", "json"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(2));
+  ASSERT_TRUE(status.has_value()) << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 4u) << testbed.Stdout();
+  const std::map<std::string, std::pair<std::string, double>> expected = {
+      {"reduce-scatter", {"8008", 2.0 / 3}}, {"all-gather", {"8008", 2.0 / 3}},
+      {"broadcast", {"8008", 1.0}}, {"reduce", {"8008", 1.0}}};
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    const auto& [theory, factor] = expected.at(JsonField(row, "algorithm"));
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    EXPECT_EQ(JsonField(row, "theory_bytes_total"), theory);  // (N-1)M
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), theory);
+    const double algbw = std::atof(JsonField(row, "algbw_gbps").c_str());
+    EXPECT_NEAR(std::atof(JsonField(row, "busbw_gbps").c_str()), algbw * factor, algbw * 1e-9);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A results file that cannot take the rows fails the run at once, with the
+// path and the system's reason, and leaves no course table behind.
+TEST(LocalFailure, AnUnwritableResultsFileFailsTheRunAtOnce) {
+  const std::string dir = TempDir("full");
+  std::filesystem::remove("/dev/full.md");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "2", "--algorithms", "ring", "--sizes", "4",
+                          "--iters", "1", "--warmup", "0", "--out", "/dev/full"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(1));
+  ASSERT_TRUE(status.has_value()) << testbed.Stderr();
+  EXPECT_NE(*status, 0);
+  EXPECT_NE(testbed.Stderr().find("/dev/full: No space left on device"), std::string::npos)
+      << testbed.Stderr();
+  EXPECT_EQ(testbed.Stderr().find("results appended"), std::string::npos) << testbed.Stderr();
+  EXPECT_FALSE(std::filesystem::exists("/dev/full.md"));
+  std::filesystem::remove_all(dir);
+}
+
+// The pids `testbed local` reports for its workers, once every worker has
+// logged its rank (the sweep runs).
+std::vector<pid_t> RunningWorkers(const TestbedProcess& testbed, const std::string& log_dir,
+                                  int n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int ranked = 0;
+  while (ranked < n && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ranked = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::string log = testing::ReadFile(log_dir + "/worker-" + std::to_string(i) + ".log");
+      if (log.find(" of " + std::to_string(n)) != std::string::npos) ++ranked;
+    }
+  }
+  std::vector<pid_t> workers;
+  std::smatch pids;
+  const std::string err = testbed.Stderr();
+  if (ranked == n && std::regex_search(err, pids, std::regex("testbed-worker pids ([0-9 ]+)"))) {
+    std::istringstream list(pids[1].str());
+    for (pid_t pid; list >> pid;) workers.push_back(pid);
+  }
+  return workers;
+}
+
+// A hung worker (stopped, not dead: its sockets stay open) is caught by the
+// coordinator's heartbeat deadline; the run fails naming its rank, and every
+// daemon ends, the stopped one included.
+TEST(LocalFailure, AHungWorkerFailsTheRunAndEveryDaemonEnds) {
+  const std::string dir = TempDir("hung");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "3", "--algorithms", "ring", "--sizes", "64KiB",
+                          "--iters", "1000000", "--warmup", "0", "--timeout", "4", "--log-dir",
+                          dir + "/logs"},
+                         dir);
+  const std::vector<pid_t> workers = RunningWorkers(testbed, dir + "/logs", 3);
+  ASSERT_EQ(workers.size(), 3u) << testbed.Stderr();
+  const pid_t victim = workers[2];
+  ASSERT_EQ(kill(victim, SIGSTOP), 0);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const auto status = testbed.Wait(std::chrono::seconds(60));
+  if (!status) kill(victim, SIGKILL);  // ours to end, also when the test fails
+  ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a worker hung";
+  const auto took = std::chrono::steady_clock::now() - stopped_at;
+  std::cerr << "hung worker: the run ended "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+            << " ms after the SIGSTOP (timeout 4 s)\n";
+  EXPECT_NE(*status, 0);
+  // The error names the hung worker's rank (its log says which it was given).
+  std::smatch rank;
+  const std::string log = testing::ReadFile(dir + "/logs/worker-2.log");
+  ASSERT_TRUE(std::regex_search(log, rank, std::regex("rank ([0-9]+) of 3"))) << log;
+  EXPECT_TRUE(std::regex_search(testbed.Stderr(), std::regex("error: .*rank " + rank[1].str())))
+      << testbed.Stderr();
+  for (pid_t pid : workers) {
+    if (kill(pid, 0) == 0) {
+      ADD_FAILURE() << "pid " << pid << " survived the run";
+      kill(pid, SIGKILL);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(LocalFailure, KilledWorkerFailsTheRunNamingTheLostRank) {
   const std::string dir = TempDir("kill");
