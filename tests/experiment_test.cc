@@ -33,6 +33,22 @@ TEST(SizeListTest, RejectsMalformedLists) {
   }
 }
 
+TEST(SizeListTest, RefusesNumbersOutOfRangeNamingThem) {
+  for (const char* bad : {"4KiB:16MiB:x99999999999999999999", "4KiB:16MiB:x9223372036854775808",
+                          "4KiB:16MiB:x18446744073709551617"}) {
+    const auto sizes = ParseSizeList(bad);
+    ASSERT_FALSE(sizes.ok()) << bad;
+    EXPECT_NE(sizes.status().message().find("bad size step 'x"), std::string::npos)
+        << sizes.status();
+  }
+  const auto too_large = ParseSizeList("4KiB:99999999999999999999");
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_NE(too_large.status().message().find("'99999999999999999999'"), std::string::npos)
+      << too_large.status();
+  EXPECT_EQ(*ParseSizeList("4KiB:16MiB:x9223372036854775807"),
+            (std::vector<std::int64_t>{4096, 16 << 20}));
+}
+
 TEST(SpecTest, ValidationNamesTheBadField) {
   proto::ExperimentSpec spec;
   spec.set_workers(4);
