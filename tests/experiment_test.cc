@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "allreduce/transport/inprocess_transport.h"
 #include "experiments/experiment_flags.h"
 #include "proto/spec.h"
@@ -45,6 +46,7 @@ TEST(SizeListTest, RefusesNumbersOutOfRangeNamingThem) {
   ASSERT_FALSE(too_large.ok());
   EXPECT_NE(too_large.status().message().find("'99999999999999999999'"), std::string::npos)
       << too_large.status();
+  EXPECT_NE(ParseSizeList("-4096").status().message().find("negative"), std::string::npos);
   EXPECT_EQ(*ParseSizeList("4KiB:16MiB:x9223372036854775807"),
             (std::vector<std::int64_t>{4096, 16 << 20}));
 }
@@ -62,6 +64,16 @@ TEST(SpecTest, ValidationNamesTheBadField) {
   odd.set_sizes(0, 4097);
   EXPECT_NE(ValidateSpec(odd).message().find("4097 is not a whole number of float32"),
             std::string::npos);
+  // A negative size is called negative, even one that divides into elements
+  // (-4096), not "not a whole number of elements".
+  for (std::int64_t negative : {-4096, -4097, -1}) {
+    proto::ExperimentSpec below_zero = spec;
+    below_zero.set_sizes(0, negative);
+    const std::string message(ValidateSpec(below_zero).message());
+    EXPECT_NE(message.find(absl::StrCat("size ", negative, " is negative")), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("whole number"), std::string::npos) << message;
+  }
   proto::ExperimentSpec unknown = spec;
   unknown.add_algorithms("reduce");  // a collective, but not an all-reduce
   EXPECT_NE(ValidateSpec(unknown).message().find("unknown algorithm 'reduce'"), std::string::npos);
