@@ -57,6 +57,21 @@ struct CoordinatorService::Experiment {
   }
 };
 
+Clock::time_point RowDeadline(Clock::time_point now, const proto::ExperimentSpec& spec) {
+  // Generous: every iteration may take the collective timeout, plus slack.
+  // In 64-bit seconds, each factor below 2^33: no step here can overflow.
+  constexpr std::int64_t kSlack_s = 30;
+  const std::int64_t timeout_s = spec.timeout_s();
+  const std::int64_t collectives =
+      std::int64_t{spec.iterations()} + std::int64_t{spec.warmup()} + 1;
+  const std::int64_t left_s =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::max() - now).count();
+  if (left_s <= kSlack_s || timeout_s > (left_s - kSlack_s) / collectives) {
+    return Clock::time_point::max();
+  }
+  return now + std::chrono::seconds(timeout_s * collectives + kSlack_s);
+}
+
 CoordinatorService::CoordinatorService(CoordinatorOptions options) : options_(std::move(options)) {}
 
 CoordinatorService::~CoordinatorService() { Shutdown(); }
@@ -373,13 +388,9 @@ grpc::Status CoordinatorService::RunExperiment(std::unique_lock<std::mutex>& loc
   int row_index = 0;
   for (const std::string& algorithm : spec.algorithms()) {
     for (const std::int64_t bytes : spec.sizes()) {
-      // Generous: every iteration may take the collective timeout, plus slack.
-      const auto budget = std::chrono::seconds(spec.timeout_s()) *
-                              (spec.iterations() + spec.warmup() + 1) +
-                          std::chrono::seconds(30);
       auto& results = e.results[{algorithm, bytes}];
       const std::string what = absl::StrCat(algorithm, " at ", FormatByteSize(bytes));
-      if (grpc::Status st = WaitLocked(lock, e, Clock::now() + budget, what, client,
+      if (grpc::Status st = WaitLocked(lock, e, RowDeadline(Clock::now(), spec), what, client,
                                        [&] { return static_cast<int>(results.size()) == n; });
           !st.ok()) {
         return st;

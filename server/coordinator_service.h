@@ -35,6 +35,14 @@ struct CoordinatorOptions {
   std::chrono::milliseconds handshake_timeout{30000};  // addresses, connections
 };
 
+// When the coordinator gives up on one row (an algorithm at a size) that
+// started at `now`: every iteration, warm-up included, may take the spec's
+// collective timeout, plus 30 s of slack. Saturates at the clock's last
+// instant instead of overflowing: timeout x iterations can pass the ~292 years
+// that steady_clock's nanoseconds hold (86400 s x 1000000 iterations does).
+std::chrono::steady_clock::time_point RowDeadline(std::chrono::steady_clock::time_point now,
+                                                  const proto::ExperimentSpec& spec);
+
 class CoordinatorService final : public proto::Coordinator::Service {
  public:
   explicit CoordinatorService(CoordinatorOptions options);

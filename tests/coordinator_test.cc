@@ -88,5 +88,36 @@ TEST_F(CoordinatorTest, GivesUpOnWorkersThatNeverAttach) {
       << st.error_message();
 }
 
+// The wait for one row: timeout x (iterations + warm-up + 1) + 30 s, up to the
+// clock's last instant and never past it into the past.
+TEST(RowDeadlineTest, SaturatesInsteadOfOverflowing) {
+  using Clock = std::chrono::steady_clock;
+  using std::chrono::seconds;
+  proto::ExperimentSpec spec;
+  spec.set_timeout_s(60);
+  spec.set_iterations(10);
+  spec.set_warmup(1);
+  const Clock::time_point now = Clock::now();
+  EXPECT_EQ(RowDeadline(now, spec), now + seconds(60 * 12 + 30));
+  // The review's case: --iters 1000000 --timeout 86400 is ~2740 years.
+  spec.set_timeout_s(86400);
+  spec.set_iterations(1000000);
+  spec.set_warmup(0);
+  EXPECT_EQ(RowDeadline(now, spec), Clock::time_point::max());
+  // Every field at its largest: neither the sum nor the product wraps.
+  spec.set_timeout_s(~0u);
+  spec.set_iterations(~0u);
+  spec.set_warmup(~0u);
+  EXPECT_EQ(RowDeadline(now, spec), Clock::time_point::max());
+  // The boundary, with 1000.5 s left on the clock: 97 s x 10 + 30 fits, 98 s does not.
+  const Clock::time_point late = Clock::time_point::max() - std::chrono::milliseconds(1000500);
+  spec.set_iterations(9);
+  spec.set_warmup(0);
+  spec.set_timeout_s(97);
+  EXPECT_EQ(RowDeadline(late, spec), late + seconds(1000));
+  spec.set_timeout_s(98);
+  EXPECT_EQ(RowDeadline(late, spec), Clock::time_point::max());
+}
+
 }  // namespace
 }  // namespace testbed
