@@ -3,9 +3,14 @@
 // submission never waits unboundedly for workers that do not come.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
 
 #include "proto/control.grpc.pb.h"
 #include "server/coordinator_service.h"
+#include "worker/worker_daemon.h"
 
 namespace testbed {
 namespace {
@@ -22,8 +27,9 @@ class CoordinatorTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(port, 0);
+    address_ = "127.0.0.1:" + std::to_string(port);
     stub_ = proto::Coordinator::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     service_->Shutdown();
@@ -49,6 +55,7 @@ class CoordinatorTest : public ::testing::Test {
     return reader->Finish();
   }
 
+  std::string address_;
   std::unique_ptr<CoordinatorService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<proto::Coordinator::Stub> stub_;
@@ -117,6 +124,27 @@ TEST(RowDeadlineTest, SaturatesInsteadOfOverflowing) {
   EXPECT_EQ(RowDeadline(late, spec), late + seconds(1000));
   spec.set_timeout_s(98);
   EXPECT_EQ(RowDeadline(late, spec), Clock::time_point::max());
+}
+
+// A worker the coordinator refuses says why: the coordinator's status, not a
+// CANCELLED of the worker's own making.
+TEST_F(CoordinatorTest, AWorkerWithAWrongTokenIsToldWhy) {
+  std::ostringstream log;
+  auto capture = std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(capture);
+  WorkerOptions options;
+  options.coordinator = address_;
+  options.credentials = {"job-1", "guess"};
+  options.connect_timeout = std::chrono::seconds(10);
+  const int code = WorkerDaemon(options).Run();
+  spdlog::set_default_logger(previous);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(log.str().find("the coordinator refused this worker: PERMISSION_DENIED: wrong token "
+                           "for job job-1"),
+            std::string::npos)
+      << log.str();
 }
 
 }  // namespace
