@@ -272,6 +272,14 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("experiment ", running_->id, " is still running"));
   }
+  // One experiment at a time, counting the one still waiting for its workers:
+  // two waiting at once would both start on the same workers when they came.
+  if (waiting_for_workers_ != 0) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("experiment ", waiting_for_workers_,
+                     " is waiting for workers; submit again when it has finished"));
+  }
   // Wait for N idle workers.
   const auto wait_s = request->wait_for_workers_s() ? request->wait_for_workers_s() : 30;
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(wait_s);
@@ -281,6 +289,16 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "this coordinator has no parameter-server address (--advertise)");
   }
+  const std::uint64_t experiment_id = next_experiment_id_++;
+  waiting_for_workers_ = experiment_id;
+  // Every way out of the wait below ends it (with mu_ held: `lock` outlives this).
+  struct EndWait {
+    std::uint64_t& waiting;
+    std::uint64_t id;
+    ~EndWait() {
+      if (waiting == id) waiting = 0;
+    }
+  } end_wait{waiting_for_workers_, experiment_id};
   const auto shards_known = [&] { return !ps || shards_.size() + 1 >= spec.servers(); };
   while (workers_.size() < spec.workers() || !shards_known()) {
     if (shutting_down_ || context->IsCancelled()) {
@@ -310,7 +328,7 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
   }
 
   auto experiment = std::make_shared<Experiment>();
-  experiment->id = next_experiment_id_++;
+  experiment->id = experiment_id;
   experiment->spec = spec;
   experiment->addresses.resize(spec.workers());
   for (auto& [id, worker] : workers_) {
@@ -321,6 +339,7 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
     experiment->ranks.push_back(worker);
   }
   running_ = experiment;
+  waiting_for_workers_ = 0;
   spdlog::info("experiment {}: {} workers, {} algorithms x {} sizes", experiment->id,
                spec.workers(), spec.algorithms_size(), spec.sizes_size());
 

@@ -90,6 +90,9 @@ class CoordinatorService final : public proto::Coordinator::Service {
   std::condition_variable changed_;
   std::map<std::uint32_t, std::shared_ptr<WorkerSession>> workers_;  // attached, by id
   std::shared_ptr<Experiment> running_;                              // at most one
+  // The experiment that waits for workers before it runs; 0 when none. At most
+  // one waits: a second would take the same workers once they come.
+  std::uint64_t waiting_for_workers_ = 0;
   std::string own_shard_address_;
   std::vector<std::string> shards_;  // other servers' shard addresses, in joining order
   std::uint32_t next_worker_id_ = 0;

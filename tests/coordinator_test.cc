@@ -126,6 +126,42 @@ TEST(RowDeadlineTest, SaturatesInsteadOfOverflowing) {
   EXPECT_EQ(RowDeadline(late, spec), Clock::time_point::max());
 }
 
+// Two submissions before the workers attach: the second must not wait beside
+// the first, or both would start on the same workers when they came.
+TEST_F(CoordinatorTest, ASecondSubmissionIsRefusedWhileTheFirstWaitsForWorkers) {
+  proto::SubmitRequest request;
+  request.mutable_spec()->set_workers(2);
+  request.mutable_spec()->add_algorithms("ring");
+  request.mutable_spec()->add_sizes(4096);
+  request.set_wait_for_workers_s(4);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  AttachCredentials({"job-1", "secret"}, context);
+  auto first = stub_->Submit(&context, request);
+  // Its first progress note (after 2 s) says it is waiting for workers.
+  proto::SubmitEvent event;
+  ASSERT_TRUE(first->Read(&event));
+  EXPECT_NE(event.progress().find("waiting: 0 of 2 workers attached"), std::string::npos)
+      << event.DebugString();
+
+  request.set_wait_for_workers_s(1);
+  const grpc::Status second = Submit(request);
+  EXPECT_EQ(second.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << second.error_message();
+  EXPECT_NE(second.error_message().find("experiment 1 is waiting for workers"), std::string::npos)
+      << second.error_message();
+
+  // The first still waits, and gives up on its own terms.
+  while (first->Read(&event)) {
+  }
+  const grpc::Status st = first->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(st.error_message().find("only 0 of 2 workers attached after 4 s"), std::string::npos)
+      << st.error_message();
+  // Then the next submission gets its turn to wait.
+  const grpc::Status third = Submit(request);
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::UNAVAILABLE) << third.error_message();
+}
+
 // A worker the coordinator refuses says why: the coordinator's status, not a
 // CANCELLED of the worker's own making.
 TEST_F(CoordinatorTest, AWorkerWithAWrongTokenIsToldWhy) {
