@@ -47,6 +47,7 @@ absl::StatusOr<std::int64_t> ParseByteSize(std::string_view text) {
   }
   digits = Trim(digits);
   if (digits.empty()) return bad("no number");
+  if (digits.front() == '-') return bad("negative");
   for (char c : digits) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return bad("not a whole number of bytes");
   }

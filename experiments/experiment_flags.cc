@@ -1,5 +1,6 @@
 #include "experiments/experiment_flags.h"
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -153,12 +154,17 @@ absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text)
     std::int64_t factor = 4;
     if (parts.size() == 3) {
       const std::string& f = parts[2];
-      if (f.size() < 2 || f[0] != 'x' || f.find_first_not_of("0123456789", 1) != std::string::npos ||
-          std::stoll(f.substr(1)) < 2) {
+      // from_chars, not stoll: a step too large for int64 is refused, not thrown.
+      bool parsed = f.size() >= 2 && f[0] == 'x' &&
+                    f.find_first_not_of("0123456789", 1) == std::string::npos;
+      if (parsed) {
+        const auto [end, error] = std::from_chars(f.data() + 1, f.data() + f.size(), factor);
+        parsed = error == std::errc() && end == f.data() + f.size();
+      }
+      if (!parsed || factor < 2) {
         return absl::InvalidArgumentError(
             absl::StrCat("bad size step '", f, "' in '", text, "': write x2, x4, x10, ..."));
       }
-      factor = std::stoll(f.substr(1));
     }
     if (*lo > *hi || *lo <= 0) {
       return absl::InvalidArgumentError(

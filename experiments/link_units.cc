@@ -60,10 +60,13 @@ absl::StatusOr<double> ParseLinkRate(std::string_view raw) {
   double value = 0;
   std::string unit;
   if (SplitNumber(text, value, unit) && value > 0) {
-    if (unit.empty() || unit == "bit") return value;
-    if (unit == "kbit") return value * 1e3;
-    if (unit == "mbit") return value * 1e6;
-    if (unit == "gbit") return value * 1e9;
+    double rate = 0;  // stays 0 for an unknown unit
+    if (unit.empty() || unit == "bit") rate = value;
+    if (unit == "kbit") rate = value * 1e3;
+    if (unit == "mbit") rate = value * 1e6;
+    if (unit == "gbit") rate = value * 1e9;
+    // A number near DBL_MAX times its unit overflows to infinity: no rate.
+    if (rate > 0 && std::isfinite(rate)) return rate;
   }
   return absl::InvalidArgumentError(
       "bad link rate '" + std::string(raw) +

@@ -49,7 +49,8 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
   if (spec.sizes().empty()) return bad("no sizes");
   const auto element = static_cast<std::int64_t>(ElementSize(*type));
   for (std::int64_t size : spec.sizes()) {
-    if (size < 0 || size % element != 0) {
+    if (size < 0) return bad("size ", size, " is negative (sizes are bytes per worker)");
+    if (size % element != 0) {
       return bad("size ", size, " is not a whole number of ", std::string(Name(*type)), " (",
                  element, "-byte) elements");
     }

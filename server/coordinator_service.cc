@@ -57,6 +57,21 @@ struct CoordinatorService::Experiment {
   }
 };
 
+Clock::time_point RowDeadline(Clock::time_point now, const proto::ExperimentSpec& spec) {
+  // Generous: every iteration may take the collective timeout, plus slack.
+  // In 64-bit seconds, each factor below 2^33: no step here can overflow.
+  constexpr std::int64_t kSlack_s = 30;
+  const std::int64_t timeout_s = spec.timeout_s();
+  const std::int64_t collectives =
+      std::int64_t{spec.iterations()} + std::int64_t{spec.warmup()} + 1;
+  const std::int64_t left_s =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::max() - now).count();
+  if (left_s <= kSlack_s || timeout_s > (left_s - kSlack_s) / collectives) {
+    return Clock::time_point::max();
+  }
+  return now + std::chrono::seconds(timeout_s * collectives + kSlack_s);
+}
+
 CoordinatorService::CoordinatorService(CoordinatorOptions options) : options_(std::move(options)) {}
 
 CoordinatorService::~CoordinatorService() { Shutdown(); }
@@ -257,6 +272,14 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("experiment ", running_->id, " is still running"));
   }
+  // One experiment at a time, counting the one still waiting for its workers:
+  // two waiting at once would both start on the same workers when they came.
+  if (waiting_for_workers_ != 0) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("experiment ", waiting_for_workers_,
+                     " is waiting for workers; submit again when it has finished"));
+  }
   // Wait for N idle workers.
   const auto wait_s = request->wait_for_workers_s() ? request->wait_for_workers_s() : 30;
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(wait_s);
@@ -266,6 +289,16 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "this coordinator has no parameter-server address (--advertise)");
   }
+  const std::uint64_t experiment_id = next_experiment_id_++;
+  waiting_for_workers_ = experiment_id;
+  // Every way out of the wait below ends it (with mu_ held: `lock` outlives this).
+  struct EndWait {
+    std::uint64_t& waiting;
+    std::uint64_t id;
+    ~EndWait() {
+      if (waiting == id) waiting = 0;
+    }
+  } end_wait{waiting_for_workers_, experiment_id};
   const auto shards_known = [&] { return !ps || shards_.size() + 1 >= spec.servers(); };
   while (workers_.size() < spec.workers() || !shards_known()) {
     if (shutting_down_ || context->IsCancelled()) {
@@ -295,7 +328,7 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
   }
 
   auto experiment = std::make_shared<Experiment>();
-  experiment->id = next_experiment_id_++;
+  experiment->id = experiment_id;
   experiment->spec = spec;
   experiment->addresses.resize(spec.workers());
   for (auto& [id, worker] : workers_) {
@@ -306,6 +339,7 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
     experiment->ranks.push_back(worker);
   }
   running_ = experiment;
+  waiting_for_workers_ = 0;
   spdlog::info("experiment {}: {} workers, {} algorithms x {} sizes", experiment->id,
                spec.workers(), spec.algorithms_size(), spec.sizes_size());
 
@@ -373,13 +407,9 @@ grpc::Status CoordinatorService::RunExperiment(std::unique_lock<std::mutex>& loc
   int row_index = 0;
   for (const std::string& algorithm : spec.algorithms()) {
     for (const std::int64_t bytes : spec.sizes()) {
-      // Generous: every iteration may take the collective timeout, plus slack.
-      const auto budget = std::chrono::seconds(spec.timeout_s()) *
-                              (spec.iterations() + spec.warmup() + 1) +
-                          std::chrono::seconds(30);
       auto& results = e.results[{algorithm, bytes}];
       const std::string what = absl::StrCat(algorithm, " at ", FormatByteSize(bytes));
-      if (grpc::Status st = WaitLocked(lock, e, Clock::now() + budget, what, client,
+      if (grpc::Status st = WaitLocked(lock, e, RowDeadline(Clock::now(), spec), what, client,
                                        [&] { return static_cast<int>(results.size()) == n; });
           !st.ok()) {
         return st;

@@ -35,6 +35,14 @@ struct CoordinatorOptions {
   std::chrono::milliseconds handshake_timeout{30000};  // addresses, connections
 };
 
+// When the coordinator gives up on one row (an algorithm at a size) that
+// started at `now`: every iteration, warm-up included, may take the spec's
+// collective timeout, plus 30 s of slack. Saturates at the clock's last
+// instant instead of overflowing: timeout x iterations can pass the ~292 years
+// that steady_clock's nanoseconds hold (86400 s x 1000000 iterations does).
+std::chrono::steady_clock::time_point RowDeadline(std::chrono::steady_clock::time_point now,
+                                                  const proto::ExperimentSpec& spec);
+
 class CoordinatorService final : public proto::Coordinator::Service {
  public:
   explicit CoordinatorService(CoordinatorOptions options);
@@ -82,6 +90,9 @@ class CoordinatorService final : public proto::Coordinator::Service {
   std::condition_variable changed_;
   std::map<std::uint32_t, std::shared_ptr<WorkerSession>> workers_;  // attached, by id
   std::shared_ptr<Experiment> running_;                              // at most one
+  // The experiment that waits for workers before it runs; 0 when none. At most
+  // one waits: a second would take the same workers once they come.
+  std::uint64_t waiting_for_workers_ = 0;
   std::string own_shard_address_;
   std::vector<std::string> shards_;  // other servers' shard addresses, in joining order
   std::uint32_t next_worker_id_ = 0;

@@ -9,6 +9,7 @@
 
 #include "tests/cli_runner.h"
 #include "experiments/byte_size.h"
+#include "experiments/link_units.h"
 #include "experiments/table.h"
 #include "experiments/trace_command.h"
 #include "experiments/traffic_command.h"
@@ -31,6 +32,23 @@ TEST(ByteSizeTest, RejectsMalformedSizes) {
   for (const char* bad : {"", "MiB", "-4", "1.5MiB", "12XB", "64 mib", "9999999999999GiB", "0x10"}) {
     EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
   }
+}
+
+// Numbers past what their type holds are refused like any other bad input,
+// never thrown and never turned into infinity.
+TEST(ByteSizeTest, RefusesNumbersOutOfRange) {
+  for (const char* bad : {"99999999999999999999", "9223372036854775808", "9999999999TiB"}) {
+    const auto size = ParseByteSize(bad);
+    ASSERT_FALSE(size.ok()) << bad;
+    EXPECT_NE(size.status().message().find(bad), std::string::npos) << size.status();
+  }
+  const std::string huge = "1" + std::string(308, '0');  // 1e308: finite, times 1e9 is not
+  for (const std::string& bad : {huge + "gbit", huge + "0bit", huge + "kbit"}) {
+    const auto rate = ParseLinkRate(bad);
+    ASSERT_FALSE(rate.ok()) << bad << " gave " << *rate;
+    EXPECT_NE(rate.status().message().find(bad), std::string::npos) << rate.status();
+  }
+  EXPECT_FALSE(ParseDuration(huge + "0s").ok());
 }
 
 TEST(ByteSizeTest, FormatsTheShortestExactSpelling) {
@@ -128,7 +146,7 @@ using testing::RunCli;
 
 TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
   struct Case {
-    const char* args;
+    std::string args;
     const char* message;
   };
   for (const Case& c : {
@@ -141,9 +159,21 @@ TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
            Case{"traffic --format yaml", "--format"},
            Case{"trace --algorithm broadcast --workers 3 --root 3", "not a rank of 3"},
            Case{"", "subcommand"},
+           // Out-of-range numbers: refused before any daemon starts, never a
+           // throw (an uncaught std::out_of_range exits 134).
+           Case{"local --sizes 4KiB:16MiB:x99999999999999999999",
+                "bad size step 'x99999999999999999999'"},
+           Case{"local --sizes 4KiB:16MiB:x9223372036854775808",
+                "bad size step 'x9223372036854775808'"},
+           Case{"local --sizes 4KiB:99999999999999999999", "bad size '99999999999999999999'"},
+           Case{"run --coordinator 127.0.0.1:1 --sizes 4KiB:16MiB:x1e3", "bad size step 'x1e3'"},
+           Case{"local --iters 99999999999999999999", "--iters"},
+           Case{"local --timeout 99999999999999999999", "--timeout"},
+           Case{"local --link-rate 1" + std::string(308, '0') + "gbit", "bad link rate"},
        }) {
     const auto [status, output] = RunCli(c.args);
-    EXPECT_NE(status, 0) << c.args;
+    // An exit with a status, not a crash (an abort reads as 134 or -1).
+    EXPECT_TRUE(status > 0 && status < 128) << c.args << ": " << status << "\n" << output;
     EXPECT_NE(output.find(c.message), std::string::npos) << c.args << "\n" << output;
   }
 }

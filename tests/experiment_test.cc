@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
 #include "allreduce/transport/inprocess_transport.h"
 #include "experiments/experiment_flags.h"
@@ -34,6 +35,23 @@ TEST(SizeListTest, RejectsMalformedLists) {
   }
 }
 
+TEST(SizeListTest, RefusesNumbersOutOfRangeNamingThem) {
+  for (const char* bad : {"4KiB:16MiB:x99999999999999999999", "4KiB:16MiB:x9223372036854775808",
+                          "4KiB:16MiB:x18446744073709551617"}) {
+    const auto sizes = ParseSizeList(bad);
+    ASSERT_FALSE(sizes.ok()) << bad;
+    EXPECT_NE(sizes.status().message().find("bad size step 'x"), std::string::npos)
+        << sizes.status();
+  }
+  const auto too_large = ParseSizeList("4KiB:99999999999999999999");
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_NE(too_large.status().message().find("'99999999999999999999'"), std::string::npos)
+      << too_large.status();
+  EXPECT_NE(ParseSizeList("-4096").status().message().find("negative"), std::string::npos);
+  EXPECT_EQ(*ParseSizeList("4KiB:16MiB:x9223372036854775807"),
+            (std::vector<std::int64_t>{4096, 16 << 20}));
+}
+
 TEST(SpecTest, ValidationNamesTheBadField) {
   proto::ExperimentSpec spec;
   spec.set_workers(4);
@@ -47,6 +65,16 @@ TEST(SpecTest, ValidationNamesTheBadField) {
   odd.set_sizes(0, 4097);
   EXPECT_NE(ValidateSpec(odd).message().find("4097 is not a whole number of float32"),
             std::string::npos);
+  // A negative size is called negative, even one that divides into elements
+  // (-4096), not "not a whole number of elements".
+  for (std::int64_t negative : {-4096, -4097, -1}) {
+    proto::ExperimentSpec below_zero = spec;
+    below_zero.set_sizes(0, negative);
+    const std::string message(ValidateSpec(below_zero).message());
+    EXPECT_NE(message.find(absl::StrCat("size ", negative, " is negative")), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("whole number"), std::string::npos) << message;
+  }
   proto::ExperimentSpec unknown = spec;
   unknown.add_algorithms("hypercube");
   EXPECT_NE(ValidateSpec(unknown).message().find("unknown algorithm 'hypercube' (choose from ps, naive"),

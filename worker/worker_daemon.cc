@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/transport/ucx_transport.h"
 #include "proto/control.grpc.pb.h"
+#include "proto/grpc_status.h"
 #include "worker/interface_counters.h"
 #include "worker/ps_client.h"
 #include "worker/sweep_runner.h"
@@ -132,10 +133,15 @@ int WorkerDaemon::Run() {
   hello.mutable_hello()->set_pid(getpid());
   hello.mutable_hello()->set_version(TESTBED_VERSION);
   proto::CoordinatorMessage message;
-  if (!s.Send(hello) || !s.stream->Read(&message) || !message.has_welcome()) {
-    s.context.TryCancel();  // Finish() would wait for a stream still open
+  const bool closed = !s.Send(hello) || !s.stream->Read(&message);
+  if (closed || !message.has_welcome()) {
+    // A closed stream carries the coordinator's reason (a wrong token, say):
+    // Finish() returns it. Only a stream still open, that sent something
+    // other than a Welcome, needs cancelling first, or Finish() would wait
+    // for it; cancelling a closed one would replace the reason with CANCELLED.
+    if (!closed) s.context.TryCancel();
     const grpc::Status status = s.stream->Finish();
-    spdlog::error("the coordinator refused this worker: {}", status.error_message());
+    spdlog::error("the coordinator refused this worker: {}", FromGrpcStatus(status).ToString());
     return 1;
   }
   spdlog::info("attached as worker {}", message.welcome().worker_id());
