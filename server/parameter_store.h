@@ -6,7 +6,9 @@
 // valid, and only then joins the step, so a refused push changes nothing. The
 // shard then sums (or averages) the gradients and applies the optimizer to its
 // slice: NONE serves the sum itself (exactly the all-reduce result), SGD,
-// momentum and Adam serve the updated parameters (which start at zero).
+// momentum and Adam serve the updated parameters (which start at zero). Each
+// optimizer is a rule of its own (server/optimizer.h), one instance per
+// tensor slice, applied a chunk at a time.
 //
 // The completed step is worked out chunk by chunk, by whichever pull first
 // needs a chunk: the N gradients of a chunk are summed in one pass, in worker
@@ -66,7 +68,8 @@ class ParameterStore {
 
  public:
   // Creates this shard's slice of `tensor` (ChunkOf(count, shards, shard)).
-  // The same declaration again is a no-op; a different one is refused.
+  // The same declaration again is a no-op; a different one is refused, and
+  // so is an unknown optimizer.
   absl::StatusOr<Slice> Declare(const proto::TensorSpec& tensor, int shards, int shard);
 
   // One worker's push of one step, chunk by chunk, in ascending order.

@@ -343,5 +343,14 @@ TEST(ParameterStoreTest, DeclarationsMustAgree) {
   EXPECT_FALSE(store.Declare(int_adam, 1, 0).ok());
 }
 
+TEST(ParameterStoreTest, AnUnknownOptimizerIsRefusedWithTheKnownOnes) {
+  ParameterStore store;
+  proto::TensorSpec spec = Spec("w", 4, 1, static_cast<proto::Optimizer::Kind>(42));
+  const absl::Status st = store.Declare(spec, 1, 0).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "tensor 'w': unknown optimizer kind 42 (known: adam, momentum, none, sgd)");
+}
+
 }  // namespace
 }  // namespace testbed
