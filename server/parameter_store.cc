@@ -1,7 +1,11 @@
 #include "server/parameter_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -230,6 +234,24 @@ std::shared_ptr<Bytes> TakeFreeBuffer(std::vector<std::shared_ptr<Bytes>>& spare
 
 }  // namespace
 
+std::int64_t DefaultMaxTensorBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::int64_t{8} << 30;
+  return static_cast<std::int64_t>(pages) / 2 * page;
+}
+
+std::string HumanBytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::size_t unit = 0;
+  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g %s", bytes, kUnits[unit]);
+  return text;
+}
+
 ParameterStore::~ParameterStore() { Shutdown(); }
 
 void ParameterStore::Shutdown() {
@@ -263,6 +285,25 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   if (*type == DataType::kInt32 && (*optimizer)->Updates()) {
     return absl::InvalidArgumentError("int32 tensors only aggregate (optimizer NONE)");
   }
+  // The slice is measured against the limit by division, so no count, however
+  // large, overflows on the way; a whole tensor whose bytes do not fit 64 bits
+  // is refused too (its byte offsets would overflow).
+  const Chunk chunk = ChunkOf(spec.count(), shards, shard);
+  const auto element = static_cast<std::int64_t>(ElementSize(*type));
+  const std::string elements = absl::StrCat(std::string(Name(*type)), " elements");
+  if (chunk.count > max_tensor_bytes_ / element) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tensor '", spec.name(), "': its slice of ", chunk.count, " ", elements, " (",
+        HumanBytes(static_cast<double>(chunk.count) * static_cast<double>(element)),
+        ") exceeds this shard's limit of ", HumanBytes(static_cast<double>(max_tensor_bytes_)),
+        " per tensor (testbed-server --max-tensor-bytes)"));
+  }
+  if (spec.count() > std::numeric_limits<std::int64_t>::max() / element) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name(), "': ", spec.count(),
+                                                   " ", elements,
+                                                   " are more bytes than 64 bits can count"));
+  }
+  const std::int64_t slice_bytes = chunk.count * element;
   std::lock_guard lock(mu_);
   if (auto it = tensors_.find(spec.name()); it != tensors_.end()) {
     const Tensor& t = *it->second;
@@ -272,11 +313,18 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
     }
     return t.slice;
   }
+  if (slice_bytes > max_total_bytes_ - declared_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tensor '", spec.name(), "': its slice of ", HumanBytes(static_cast<double>(slice_bytes)),
+        " with the ", HumanBytes(static_cast<double>(declared_bytes_)),
+        " already declared exceeds this shard's limit of ",
+        HumanBytes(static_cast<double>(max_total_bytes_)),
+        " for all tensors (testbed-server --max-total-tensor-bytes)"));
+  }
   auto t = std::make_shared<Tensor>();
   t->spec = spec;
   t->shards = shards;
   t->shard = shard;
-  const Chunk chunk = ChunkOf(spec.count(), shards, shard);
   t->slice = {chunk.offset, chunk.count};
   t->type = *type;
   t->element = ElementSize(*type);
@@ -296,12 +344,16 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   t->optimizer = *std::move(optimizer);
   t->optimizer->Prepare(chunk.count);
   tensors_[spec.name()] = t;
+  declared_bytes_ += slice_bytes;
   return t->slice;
 }
 
 void ParameterStore::Forget(const std::string& name) {
   std::lock_guard lock(mu_);
-  tensors_.erase(name);
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) return;
+  declared_bytes_ -= static_cast<std::int64_t>(it->second->bytes());
+  tensors_.erase(it);
 }
 
 std::shared_ptr<ParameterStore::Tensor> ParameterStore::Find(const std::string& name) {
