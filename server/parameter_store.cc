@@ -1,11 +1,16 @@
 #include "server/parameter_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
+#include "server/optimizer.h"
 
 namespace testbed {
 
@@ -48,7 +53,7 @@ struct ParameterStore::Tensor {
   std::shared_ptr<const Bytes> previous; // the values before it, where optimizers start
                                          // (unused, null, for NONE)
   std::vector<std::shared_ptr<Bytes>> spares;  // buffers for the next steps' values
-  std::vector<double> velocity, second;  // optimizer state (momentum / Adam)
+  std::unique_ptr<Optimizer> optimizer;  // the rule, with this slice's state
 
   std::size_t bytes() const { return static_cast<std::size_t>(slice.count) * element; }
   std::string Name() const { return absl::StrCat("tensor '", spec.name(), "'"); }
@@ -187,57 +192,29 @@ void SumChunk(const std::vector<StagedPush>& pushes, std::int64_t begin, std::in
 }
 
 // Works out elements [begin, end) of a step's values: sums the gradients,
-// averages them if asked, and applies the optimizer, starting from `prev`.
+// averages them if asked, and applies the optimizer, starting from `prev`:
+// one call for the chunk.
 template <typename T>
-void WorkOutChunk(const proto::Optimizer& opt, std::uint64_t step,
-                  const std::vector<StagedPush>& pushes, std::int64_t begin, std::int64_t end,
-                  const T* prev, T* w, std::vector<double>& velocity, std::vector<double>& second) {
+void WorkOutChunk(Optimizer& optimizer, bool average, const std::vector<StagedPush>& pushes,
+                  std::int64_t begin, std::int64_t end, const T* prev, T* w) {
   const std::int64_t n = end - begin;
   const auto workers = static_cast<T>(pushes.size());
-  if (opt.kind() == proto::Optimizer::NONE) {  // the aggregate itself, summed in place
+  if (!optimizer.Updates()) {  // the aggregate itself, summed in place
     T* g = w + begin;
     SumChunk<T>(pushes, begin, end, g);
-    if (opt.average()) {
+    if (average) {
       for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / workers);
     }
     return;
   }
-  std::vector<T> gradient(static_cast<std::size_t>(n));
-  T* g = gradient.data();
-  SumChunk<T>(pushes, begin, end, g);
-  if (opt.average()) {
-    for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / workers);
-  }
-  const double lr = opt.learning_rate();
-  double* v = velocity.data() + begin;
-  double* m2 = second.data() + begin;
-  prev += begin;
-  w += begin;
-  switch (opt.kind()) {
-    case proto::Optimizer::SGD:
-      for (std::int64_t i = 0; i < n; ++i) w[i] = static_cast<T>(prev[i] - lr * g[i]);
-      break;
-    case proto::Optimizer::MOMENTUM:
-      for (std::int64_t i = 0; i < n; ++i) {
-        v[i] = opt.momentum() * v[i] + g[i];
-        w[i] = static_cast<T>(prev[i] - lr * v[i]);
-      }
-      break;
-    case proto::Optimizer::ADAM: {
-      const double b1 = opt.beta1() > 0 ? opt.beta1() : 0.9;
-      const double b2 = opt.beta2() > 0 ? opt.beta2() : 0.999;
-      const double eps = opt.epsilon() > 0 ? opt.epsilon() : 1e-8;
-      const double c1 = 1 - std::pow(b1, static_cast<double>(step));
-      const double c2 = 1 - std::pow(b2, static_cast<double>(step));
-      for (std::int64_t i = 0; i < n; ++i) {
-        v[i] = b1 * v[i] + (1 - b1) * g[i];
-        m2[i] = b2 * m2[i] + (1 - b2) * static_cast<double>(g[i]) * g[i];
-        w[i] = static_cast<T>(prev[i] - lr * (v[i] / c1) / (std::sqrt(m2[i] / c2) + eps));
-      }
-      break;
+  if constexpr (std::is_floating_point_v<T>) {  // Declare keeps integers to aggregation
+    std::vector<T> gradient(static_cast<std::size_t>(n));
+    T* g = gradient.data();
+    SumChunk<T>(pushes, begin, end, g);
+    if (average) {
+      for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / workers);
     }
-    default:
-      break;
+    optimizer.Apply(begin, std::span<const T>(gradient), prev + begin, w + begin);
   }
 }
 
@@ -256,6 +233,24 @@ std::shared_ptr<Bytes> TakeFreeBuffer(std::vector<std::shared_ptr<Bytes>>& spare
 }
 
 }  // namespace
+
+std::int64_t DefaultMaxTensorBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::int64_t{8} << 30;
+  return static_cast<std::int64_t>(pages) / 2 * page;
+}
+
+std::string HumanBytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::size_t unit = 0;
+  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g %s", bytes, kUnits[unit]);
+  return text;
+}
 
 ParameterStore::~ParameterStore() { Shutdown(); }
 
@@ -282,9 +277,33 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
         "bad declaration of '", spec.name(), "': count ", spec.count(), ", workers ",
         spec.workers(), ", shard ", shard, " of ", shards));
   }
-  if (*type == DataType::kInt32 && spec.optimizer().kind() != proto::Optimizer::NONE) {
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(spec.optimizer());
+  if (!optimizer.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", spec.name(), "': ", optimizer.status().message()));
+  }
+  if (*type == DataType::kInt32 && (*optimizer)->Updates()) {
     return absl::InvalidArgumentError("int32 tensors only aggregate (optimizer NONE)");
   }
+  // The slice is measured against the limit by division, so no count, however
+  // large, overflows on the way; a whole tensor whose bytes do not fit 64 bits
+  // is refused too (its byte offsets would overflow).
+  const Chunk chunk = ChunkOf(spec.count(), shards, shard);
+  const auto element = static_cast<std::int64_t>(ElementSize(*type));
+  const std::string elements = absl::StrCat(std::string(Name(*type)), " elements");
+  if (chunk.count > max_tensor_bytes_ / element) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tensor '", spec.name(), "': its slice of ", chunk.count, " ", elements, " (",
+        HumanBytes(static_cast<double>(chunk.count) * static_cast<double>(element)),
+        ") exceeds this shard's limit of ", HumanBytes(static_cast<double>(max_tensor_bytes_)),
+        " per tensor (testbed-server --max-tensor-bytes)"));
+  }
+  if (spec.count() > std::numeric_limits<std::int64_t>::max() / element) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name(), "': ", spec.count(),
+                                                   " ", elements,
+                                                   " are more bytes than 64 bits can count"));
+  }
+  const std::int64_t slice_bytes = chunk.count * element;
   std::lock_guard lock(mu_);
   if (auto it = tensors_.find(spec.name()); it != tensors_.end()) {
     const Tensor& t = *it->second;
@@ -294,11 +313,18 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
     }
     return t.slice;
   }
+  if (slice_bytes > max_total_bytes_ - declared_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tensor '", spec.name(), "': its slice of ", HumanBytes(static_cast<double>(slice_bytes)),
+        " with the ", HumanBytes(static_cast<double>(declared_bytes_)),
+        " already declared exceeds this shard's limit of ",
+        HumanBytes(static_cast<double>(max_total_bytes_)),
+        " for all tensors (testbed-server --max-total-tensor-bytes)"));
+  }
   auto t = std::make_shared<Tensor>();
   t->spec = spec;
   t->shards = shards;
   t->shard = shard;
-  const Chunk chunk = ChunkOf(spec.count(), shards, shard);
   t->slice = {chunk.offset, chunk.count};
   t->type = *type;
   t->element = ElementSize(*type);
@@ -308,25 +334,26 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   // Step 0 is served: all zeros, every chunk worked out. Its buffer and a
   // spare for step 1 are touched now, not during the first timed step.
   t->values = std::make_shared<Bytes>(t->bytes());
-  if (spec.optimizer().kind() != proto::Optimizer::NONE) {  // only optimizers start from it
+  if ((*optimizer)->Updates()) {  // only optimizers start from it
     t->previous = std::make_shared<const Bytes>(t->bytes());
   }
   t->spares.push_back(std::make_shared<Bytes>(t->bytes()));
   const std::size_t chunks =
       (static_cast<std::size_t>(chunk.count) + t->chunk_elements - 1) / t->chunk_elements;
   t->chunks.assign(chunks, ChunkState::kDone);
-  if (spec.optimizer().kind() == proto::Optimizer::MOMENTUM ||
-      spec.optimizer().kind() == proto::Optimizer::ADAM) {
-    t->velocity.assign(chunk.count, 0.0);
-  }
-  if (spec.optimizer().kind() == proto::Optimizer::ADAM) t->second.assign(chunk.count, 0.0);
+  t->optimizer = *std::move(optimizer);
+  t->optimizer->Prepare(chunk.count);
   tensors_[spec.name()] = t;
+  declared_bytes_ += slice_bytes;
   return t->slice;
 }
 
 void ParameterStore::Forget(const std::string& name) {
   std::lock_guard lock(mu_);
-  tensors_.erase(name);
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) return;
+  declared_bytes_ -= static_cast<std::int64_t>(it->second->bytes());
+  tensors_.erase(it);
 }
 
 std::shared_ptr<ParameterStore::Tensor> ParameterStore::Find(const std::string& name) {
@@ -410,25 +437,25 @@ void ParameterStore::WorkOut(Tensor& t, std::size_t k, std::unique_lock<std::mut
   const std::vector<StagedPush>& gradients = t.gradients;
   std::byte* values = t.values->data();
   const std::byte* previous = t.previous ? t.previous->data() : nullptr;
-  const std::uint64_t step = t.completed;
   lock.unlock();
   const std::int64_t begin = t.ChunkBegin(k), end = t.ChunkEnd(k);
-  const proto::Optimizer& opt = t.spec.optimizer();
+  Optimizer& optimizer = *t.optimizer;
+  const bool average = t.spec.optimizer().average();
   switch (t.type) {
     case DataType::kFloat32:
-      WorkOutChunk<float>(opt, step, gradients, begin, end,
+      WorkOutChunk<float>(optimizer, average, gradients, begin, end,
                           reinterpret_cast<const float*>(previous),
-                          reinterpret_cast<float*>(values), t.velocity, t.second);
+                          reinterpret_cast<float*>(values));
       break;
     case DataType::kFloat64:
-      WorkOutChunk<double>(opt, step, gradients, begin, end,
+      WorkOutChunk<double>(optimizer, average, gradients, begin, end,
                            reinterpret_cast<const double*>(previous),
-                           reinterpret_cast<double*>(values), t.velocity, t.second);
+                           reinterpret_cast<double*>(values));
       break;
     case DataType::kInt32:
-      WorkOutChunk<std::int32_t>(opt, step, gradients, begin, end,
+      WorkOutChunk<std::int32_t>(optimizer, average, gradients, begin, end,
                                  reinterpret_cast<const std::int32_t*>(previous),
-                                 reinterpret_cast<std::int32_t*>(values), t.velocity, t.second);
+                                 reinterpret_cast<std::int32_t*>(values));
       break;
   }
   lock.lock();
@@ -456,7 +483,8 @@ absl::Status ParameterStore::PushSession::Commit() {
   // The last push: the previous step must be whole before this one is served
   // (the optimizers start from its values).
   for (std::size_t k = 0; k < t.chunks.size(); ++k) store_.WorkOut(t, k, lock);
-  if (t.spec.optimizer().kind() == proto::Optimizer::NONE) {
+  t.optimizer->BeginStep();  // no chunk is being worked out: none is pending
+  if (!t.optimizer->Updates()) {
     t.spares.push_back(std::move(t.values));  // nothing starts from the old sum
   } else {
     auto old = std::const_pointer_cast<Bytes>(std::move(t.previous));

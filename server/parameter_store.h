@@ -6,7 +6,9 @@
 // valid, and only then joins the step, so a refused push changes nothing. The
 // shard then sums (or averages) the gradients and applies the optimizer to its
 // slice: NONE serves the sum itself (exactly the all-reduce result), SGD,
-// momentum and Adam serve the updated parameters (which start at zero).
+// momentum and Adam serve the updated parameters (which start at zero). Each
+// optimizer is a rule of its own (server/optimizer.h), one instance per
+// tensor slice, applied a chunk at a time.
 //
 // The completed step is worked out chunk by chunk, by whichever pull first
 // needs a chunk: the N gradients of a chunk are summed in one pass, in worker
@@ -23,6 +25,11 @@
 // before it pushes t+1, so step t+1 cannot complete under a pull of step t).
 // A step completed while the previous one is not fully worked out (a client
 // that pushes without pulling) finishes the previous one first.
+//
+// A shard holds at most a stated number of bytes per tensor slice and in all
+// (Options; testbed-server --max-tensor-bytes, --max-total-tensor-bytes), by
+// default half the machine's memory: a declaration beyond either is refused
+// by name, before anything is allocated.
 //
 // Thread-safety: all methods are thread-safe. One PushSession belongs to one
 // thread (one gRPC stream).
@@ -47,6 +54,13 @@
 
 namespace testbed {
 
+// Half of this machine's physical memory (8 GiB where it cannot be read): the
+// default limit on a shard's tensor bytes, per tensor and in all.
+std::int64_t DefaultMaxTensorBytes();
+
+// `bytes` for a message, to 4 digits: "12 GiB", "1.004 KiB", "1000 B", "16 EiB".
+std::string HumanBytes(double bytes);
+
 class ParameterStore {
  public:
   struct Slice {
@@ -57,8 +71,23 @@ class ParameterStore {
   // Values are worked out and pulled in chunks of this many bytes (whole
   // elements, at least one).
   static constexpr std::size_t kDefaultChunkBytes = 1 << 20;
+
+  struct Options {
+    std::size_t chunk_bytes = kDefaultChunkBytes;
+    // The largest slice of one tensor this shard holds, in bytes of its
+    // elements. The shard's memory for it is a few times that: the served
+    // values, a spare buffer, the previous values and the optimizer's state
+    // (doubles) where there is an optimizer, and the N pushes of a step.
+    std::int64_t max_tensor_bytes = DefaultMaxTensorBytes();
+    // The most bytes of all declared slices together.
+    std::int64_t max_total_bytes = DefaultMaxTensorBytes();
+  };
   explicit ParameterStore(std::size_t chunk_bytes = kDefaultChunkBytes)
-      : chunk_bytes_(chunk_bytes) {}
+      : ParameterStore(Options{.chunk_bytes = chunk_bytes}) {}
+  explicit ParameterStore(const Options& options)
+      : chunk_bytes_(options.chunk_bytes),
+        max_tensor_bytes_(options.max_tensor_bytes),
+        max_total_bytes_(options.max_total_bytes) {}
   ~ParameterStore();
 
  private:
@@ -66,7 +95,9 @@ class ParameterStore {
 
  public:
   // Creates this shard's slice of `tensor` (ChunkOf(count, shards, shard)).
-  // The same declaration again is a no-op; a different one is refused.
+  // The same declaration again is a no-op; a different one is refused. A
+  // slice over the limits is RESOURCE_EXHAUSTED; a negative count, one whose
+  // bytes overflow 64 bits, or an unknown optimizer, INVALID_ARGUMENT.
   absl::StatusOr<Slice> Declare(const proto::TensorSpec& tensor, int shards, int shard);
 
   // One worker's push of one step, chunk by chunk, in ascending order.
@@ -122,15 +153,19 @@ class ParameterStore {
 
   std::uint64_t bytes_received() const { return bytes_received_; }
   std::uint64_t bytes_sent() const { return bytes_sent_; }
+  std::int64_t max_tensor_bytes() const { return max_tensor_bytes_; }
+  std::int64_t max_total_bytes() const { return max_total_bytes_; }
 
  private:
   std::shared_ptr<Tensor> Find(const std::string& name);
   void WorkOut(Tensor& t, std::size_t chunk, std::unique_lock<std::mutex>& lock);
 
   const std::size_t chunk_bytes_;
+  const std::int64_t max_tensor_bytes_, max_total_bytes_;
 
-  std::mutex mu_;  // guards tensors_ and shutdown_
+  std::mutex mu_;  // guards tensors_, declared_bytes_ and shutdown_
   std::map<std::string, std::shared_ptr<Tensor>> tensors_;
+  std::int64_t declared_bytes_ = 0;  // of every slice in tensors_
   bool shutdown_ = false;
   std::atomic<std::uint64_t> bytes_received_{0};
   std::atomic<std::uint64_t> bytes_sent_{0};

@@ -4,6 +4,7 @@
 // only: it offers its parameter-server shard to the coordinator there.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -13,6 +14,7 @@
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
+#include "experiments/byte_size.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
 #include "server/coordinator_service.h"
@@ -78,6 +80,16 @@ int main(int argc, char** argv) {
   std::string port_file;
   int heartbeat_timeout_s = 10;
   int join_timeout_s = 120;
+  testbed::ParameterStore::Options store_options;
+  // Sizes as people write them: 4096, 64KiB, 12GiB, 1GB (experiments/byte_size.h).
+  const auto byte_size = [](const std::string& flag, std::int64_t& into) {
+    return [flag, &into](const std::string& text) {
+      absl::StatusOr<std::int64_t> bytes = testbed::ParseByteSize(text);
+      if (!bytes.ok()) throw CLI::ValidationError(flag, std::string(bytes.status().message()));
+      if (*bytes < 1) throw CLI::ValidationError(flag, "a limit needs at least one byte");
+      into = *bytes;
+    };
+  };
   app.add_option("-l,--listen", listen, "Address to listen on; port 0 picks a free port")
       ->capture_default_str();
   app.add_option("--advertise", advertise,
@@ -93,7 +105,26 @@ int main(int argc, char** argv) {
                  "Seconds of silence after which a worker counts as lost")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
+  const std::string memory_default =
+      testbed::HumanBytes(static_cast<double>(testbed::DefaultMaxTensorBytes()));
+  app.add_option_function<std::string>(
+      "--max-tensor-bytes", byte_size("--max-tensor-bytes", store_options.max_tensor_bytes),
+      "The largest slice of one tensor this parameter-server shard holds, as SIZE (e.g. "
+      "12GiB); larger declarations are refused (default: half this machine's memory, " +
+          memory_default + ")")
+      ->type_name("SIZE");
+  app.add_option_function<std::string>(
+      "--max-total-tensor-bytes",
+      byte_size("--max-total-tensor-bytes", store_options.max_total_bytes),
+      "The most bytes of all tensors this shard holds at once, as SIZE (default: half this "
+      "machine's memory, " +
+          memory_default + ", or --max-tensor-bytes if more)")
+      ->type_name("SIZE");
   CLI11_PARSE(app, argc, argv);
+  if (app.count("--max-total-tensor-bytes") == 0) {  // raising one tensor's limit raises both
+    store_options.max_total_bytes =
+        std::max(store_options.max_total_bytes, store_options.max_tensor_bytes);
+  }
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
 
   auto credentials = testbed::CredentialsFromEnvironment();
@@ -101,7 +132,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", credentials.status().ToString());
     return 2;
   }
-  testbed::ParameterStore store;
+  testbed::ParameterStore store(store_options);
   testbed::ParameterServerService parameter_server(store, *credentials);
   testbed::CoordinatorOptions options;
   options.credentials = *credentials;
@@ -140,6 +171,9 @@ int main(int argc, char** argv) {
   coordinator.SetOwnShardAddress(advertise);
   spdlog::info("testbed-server {} listening on port {} for job {}; parameter-server shard at {}",
                TESTBED_VERSION, port, credentials->job_id, advertise);
+  spdlog::info("the shard holds at most {} per tensor and {} in all",
+               testbed::HumanBytes(static_cast<double>(store.max_tensor_bytes())),
+               testbed::HumanBytes(static_cast<double>(store.max_total_bytes())));
   if (!join.empty() && !JoinCoordinator(join, advertise, *credentials, join_timeout_s)) {
     server->Shutdown();
     return 1;

@@ -62,8 +62,8 @@ class ParameterServerServiceTest : public ::testing::Test {
     return context;
   }
 
-  grpc::Status Declare(const Credentials* credentials, const std::string& name, int count,
-                       int workers) {
+  grpc::Status Declare(const Credentials* credentials, const std::string& name,
+                       std::int64_t count, int workers) {
     proto::DeclareRequest request;
     request.mutable_tensor()->set_name(name);
     request.mutable_tensor()->set_count(count);
@@ -260,6 +260,32 @@ TEST_F(ParameterServerServiceTest, APullThatSendsNoRequestIsRefusedNotACrash) {
   }
   proto::StatsReply stats;
   EXPECT_TRUE(Stats(&kRight, &stats).ok());
+}
+
+// Declarations beyond memory used to throw inside the handler (gRPC answered
+// UNKNOWN: "Unexpected error in RPC handling"); now they are refused with the
+// limit and the flag that raises it, and the shard keeps serving.
+TEST_F(ParameterServerServiceTest, HugeDeclarationsAreRefusedNamingTheLimitAndTheShardStaysUp) {
+  const std::string limit =
+      "exceeds this shard's limit of " +
+      HumanBytes(static_cast<double>(store_.max_tensor_bytes())) +
+      " per tensor (testbed-server --max-tensor-bytes)";
+  for (const std::int64_t count : {std::int64_t{1} << 40, std::int64_t{1} << 62}) {
+    SCOPED_TRACE(count);
+    const grpc::Status status = Declare(&kRight, "huge", count, 1);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    EXPECT_NE(status.error_message().find(limit), std::string::npos) << status.error_message();
+    EXPECT_EQ(status.error_message().find('\n'), std::string::npos) << status.error_message();
+    proto::StatsReply stats;
+    ASSERT_TRUE(Stats(&kRight, &stats).ok());
+  }
+  EXPECT_EQ(Declare(&kRight, "negative", -1, 1).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // The shard still serves tensors it can hold.
+  ASSERT_TRUE(Declare(&kRight, "w", 2, 1).ok());
+  ASSERT_TRUE(Push(&kRight, "w", 0, 1, {1, 2}).ok());
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(&kRight, "w", 1, &values).ok());
+  EXPECT_EQ(values, (std::vector<float>{1, 2}));
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 // refused pushes that change nothing.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "allreduce/chunking.h"
@@ -341,6 +344,97 @@ TEST(ParameterStoreTest, DeclarationsMustAgree) {
   proto::TensorSpec int_adam = Spec("i", 4, 1, proto::Optimizer::ADAM);
   int_adam.set_dtype("int32");
   EXPECT_FALSE(store.Declare(int_adam, 1, 0).ok());
+}
+
+// A declaration the shard cannot hold is refused by name before anything is
+// allocated; the store keeps serving.
+TEST(ParameterStoreTest, SlicesOverTheLimitAreRefusedNamingIt) {
+  ParameterStore store(ParameterStore::Options{.max_tensor_bytes = 1 << 10});
+  // 256 float32 are exactly 1 KiB; 512 over two shards are 1 KiB a shard.
+  EXPECT_TRUE(store.Declare(Spec("fits", 256, 1), 1, 0).ok());
+  EXPECT_TRUE(store.Declare(Spec("half", 512, 1), 2, 1).ok());
+  const absl::Status over = store.Declare(Spec("over", 257, 1), 1, 0).status();
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(over.message(),
+            "tensor 'over': its slice of 257 float32 elements (1.004 KiB) exceeds this shard's "
+            "limit of 1 KiB per tensor (testbed-server --max-tensor-bytes)");
+  // Counts far beyond memory, also ones whose bytes overflow 64 bits.
+  for (const std::int64_t count : {std::int64_t{1} << 40, std::int64_t{1} << 62,
+                                   std::numeric_limits<std::int64_t>::max()}) {
+    SCOPED_TRACE(count);
+    const absl::Status huge = store.Declare(Spec("huge", count, 1), 1, 0).status();
+    EXPECT_EQ(huge.code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(huge.message().find("limit of 1 KiB per tensor (testbed-server --max-tensor-bytes)"),
+              std::string::npos)
+        << huge;
+  }
+  EXPECT_NE(store.Declare(Spec("huge", std::int64_t{1} << 62, 1), 1, 0)
+                .status()
+                .message()
+                .find("its slice of 4611686018427387904 float32 elements (16 EiB)"),
+            std::string::npos);
+  // The refused names were never declared; the declared tensor still works.
+  EXPECT_EQ(store.BeginPush("huge", 0, 1).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Push(store, "fits", 0, 1, 0, std::vector<float>(256, 1)).ok());
+  EXPECT_EQ(Pull(store, "fits", 1), std::vector<float>(256, 1));
+}
+
+TEST(ParameterStoreTest, TheDefaultLimitIsHalfThisMachinesMemory) {
+  const ParameterStore store;
+  EXPECT_EQ(store.max_tensor_bytes(), DefaultMaxTensorBytes());
+  EXPECT_EQ(store.max_total_bytes(), DefaultMaxTensorBytes());
+  EXPECT_EQ(DefaultMaxTensorBytes(), sysconf(_SC_PHYS_PAGES) / 2 * sysconf(_SC_PAGE_SIZE));
+  EXPECT_EQ(HumanBytes(12.0 * (1 << 30)), "12 GiB");
+  EXPECT_EQ(HumanBytes(1536), "1.5 KiB");
+  EXPECT_EQ(HumanBytes(1000), "1000 B");
+  EXPECT_EQ(HumanBytes(7.75 * (1 << 30)), "7.75 GiB");
+}
+
+TEST(ParameterStoreTest, BadCountsAreInvalidArguments) {
+  ParameterStore store(ParameterStore::Options{.max_tensor_bytes =
+                                                   std::numeric_limits<std::int64_t>::max()});
+  const absl::Status negative = store.Declare(Spec("w", -1, 1), 1, 0).status();
+  EXPECT_EQ(negative.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(negative.message().find("count -1"), std::string::npos) << negative;
+  // A slice within the limit of a tensor whose bytes overflow 64 bits: 2^62
+  // float32 are 2^64 bytes.
+  ParameterStore::Options unlimited;
+  unlimited.max_tensor_bytes = unlimited.max_total_bytes = std::numeric_limits<std::int64_t>::max();
+  ParameterStore roomy(unlimited);
+  const absl::Status overflow =
+      roomy.Declare(Spec("w", std::int64_t{1} << 62, 1), 1 << 30, 0).status();
+  EXPECT_EQ(overflow.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(overflow.message(),
+            "tensor 'w': 4611686018427387904 float32 elements are more bytes than 64 bits can "
+            "count");
+  // An empty tensor is a valid declaration (a sweep's size 0): nothing to hold.
+  EXPECT_TRUE(store.Declare(Spec("empty", 0, 1), 1, 0).ok());
+}
+
+TEST(ParameterStoreTest, AllSlicesTogetherStayWithinTheShardsLimit) {
+  ParameterStore store(ParameterStore::Options{.max_total_bytes = 1 << 10});
+  ASSERT_TRUE(store.Declare(Spec("a", 128, 1), 1, 0).ok());  // 512 B
+  ASSERT_TRUE(store.Declare(Spec("b", 128, 1), 1, 0).ok());  // 1 KiB in all
+  ASSERT_TRUE(store.Declare(Spec("a", 128, 1), 1, 0).ok());  // the same again: no more bytes
+  const absl::Status full = store.Declare(Spec("c", 1, 1), 1, 0).status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(full.message(),
+            "tensor 'c': its slice of 4 B with the 1 KiB already declared exceeds this shard's "
+            "limit of 1 KiB for all tensors (testbed-server --max-total-tensor-bytes)");
+  store.Forget("a");
+  store.Forget("a");  // forgetting twice frees nothing twice
+  EXPECT_TRUE(store.Declare(Spec("c", 128, 1), 1, 0).ok());
+  EXPECT_EQ(store.Declare(Spec("d", 1, 1), 1, 0).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ParameterStoreTest, AnUnknownOptimizerIsRefusedWithTheKnownOnes) {
+  ParameterStore store;
+  proto::TensorSpec spec = Spec("w", 4, 1, static_cast<proto::Optimizer::Kind>(42));
+  const absl::Status st = store.Declare(spec, 1, 0).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "tensor 'w': unknown optimizer kind 42 (known: adam, momentum, none, sgd)");
 }
 
 }  // namespace
