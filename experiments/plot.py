@@ -29,7 +29,10 @@ try:
 except ImportError:
     sys.exit("plot.py needs matplotlib: apt-get install python3-matplotlib")
 
-ORDER = ["ps", "naive", "ring", "tree", "butterfly"]
+# Algorithms in the order the rows first name them: the harness writes rows
+# in its registry's order (testbed local --help lists it), so the plots follow
+# the tables without a list of names kept here.
+ORDER = []
 
 
 def read_rows(paths):
@@ -53,13 +56,16 @@ def read_rows(paths):
                 if "algorithm" not in record:
                     continue
                 record["_file"] = label
+                if record["algorithm"] not in ORDER:
+                    ORDER.append(record["algorithm"])
                 # What the network carried for the payload: all-reduce bytes
-                # leave one worker for another (sent); ps pushes leave the
-                # workers and pulls arrive there (sent + received).
+                # leave one worker for another (sent); parameter-server rows
+                # (those with shards) push out of the workers and pull into
+                # them (sent + received).
                 sent = record.get("wire_bytes_sent_total")
                 received = record.get("wire_bytes_received_total")
                 if isinstance(sent, (int, float)) and isinstance(received, (int, float)):
-                    record["_wire"] = sent + received if record["algorithm"] == "ps" else sent
+                    record["_wire"] = sent + received if record.get("servers", 0) > 0 else sent
                 rows.append(record)
     return rows
 
