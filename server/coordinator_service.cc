@@ -230,7 +230,19 @@ grpc::Status CoordinatorService::WaitLocked(std::unique_lock<std::mutex>& lock,
       break;
     }
     if (!e.peer_report.empty() && now - e.peer_report_at > std::chrono::seconds(2)) {
-      FailLocked(e, e.peer_report);
+      // A rank that timed out waiting names its own peer, which may itself
+      // be waiting on a hung rank further along: name every rank that has
+      // been silent for three heartbeats, the likely cause.
+      std::string failure = e.peer_report;
+      for (std::size_t r = 0; r < e.ranks.size(); ++r) {
+        const auto silence = now - e.ranks[r]->last_seen;
+        if (silence > 3 * options_.heartbeat_interval) {
+          absl::StrAppend(&failure, "; ", e.RankName(r), " has sent no heartbeat for ",
+                          std::chrono::duration_cast<std::chrono::seconds>(silence).count(),
+                          " s (hung?)");
+        }
+      }
+      FailLocked(e, failure);
       break;
     }
     for (std::size_t r = 0; r < e.ranks.size(); ++r) {

@@ -161,11 +161,14 @@ TEST(LocalFailure, AHungWorkerFailsTheRunAndEveryDaemonEnds) {
             << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
             << " ms after the SIGSTOP (timeout 4 s)\n";
   EXPECT_NE(*status, 0);
-  // The error names the hung worker's rank (its log says which it was given).
+  // The error names the hung worker - its rank (its own log says which it was
+  // given) and pid - as silent, whichever rank timed out first.
   std::smatch rank;
   const std::string log = testing::ReadFile(dir + "/logs/worker-2.log");
   ASSERT_TRUE(std::regex_search(log, rank, std::regex("rank ([0-9]+) of 3"))) << log;
-  EXPECT_TRUE(std::regex_search(testbed.Stderr(), std::regex("error: .*rank " + rank[1].str())))
+  EXPECT_TRUE(std::regex_search(
+      testbed.Stderr(), std::regex("error: .*rank " + rank[1].str() + " \\(worker [0-9]+ \\([^)]* pid " +
+                                   std::to_string(victim) + "\\)\\) has sent no heartbeat")))
       << testbed.Stderr();
   for (pid_t pid : workers) {
     if (kill(pid, 0) == 0) {
