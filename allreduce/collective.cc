@@ -27,6 +27,7 @@ int LinearRounds(int n) { return n - 1; }
 int TreeRounds(int n) { return 2 * TreeLevels(n); }
 int HalfTreeRounds(int n) { return TreeLevels(n); }
 int ButterflyRounds(int n) { return Log2Floor(n) + ((n & (n - 1)) != 0 ? 2 : 0); }
+int HalvingDoublingRounds(int n) { return 2 * Log2Floor(n) + ((n & (n - 1)) != 0 ? 2 : 0); }
 
 // Adapters to the registry's one builder signature.
 template <Schedule (*F)(int, int, std::int64_t)>
@@ -51,6 +52,10 @@ const std::vector<Collective>& AllCollectives() {
        "recursive doubling: swap the whole vector with the rank one bit away",
        "p M log2 p + 2rM, p=2^floor(log2 N), r=N-p (N M log2 N when r=0)",
        Rootless<BuildAllReduceButterfly>, ButterflyBytes, ButterflyRounds},
+      {"halving-doubling", Semantics::kAllReduce,
+       "Rabenseifner: recursive-halving reduce-scatter, recursive-doubling all-gather",
+       "2(N-1)M, exact for any M (fold r=N-p into p=2^floor(log2 N): 2(p-1)M + 2rM)",
+       Rootless<BuildAllReduceHalvingDoubling>, TwiceLinearBytes, HalvingDoublingRounds},
       {"reduce-scatter", Semantics::kReduceScatter,
        "ring reduce-scatter: rank r ends with the reduced chunk r", "(N-1)M",
        Rootless<BuildReduceScatterRing>, LinearBytes, LinearRounds},

@@ -44,7 +44,7 @@ struct Collective {
 inline constexpr std::string_view kParameterServer = "ps";
 
 const std::vector<Collective>& AllCollectives();
-// The four all-reduce algorithms, in the order tables list them.
+// The all-reduce algorithms, in registry order (the order tables list them).
 std::vector<const Collective*> AllReduceAlgorithms();
 // nullptr when unknown.
 const Collective* FindCollective(std::string_view name);
