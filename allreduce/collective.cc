@@ -29,6 +29,7 @@ int LinearRounds(int n) { return n - 1; }
 int TreeRounds(int n) { return 2 * TreeLevels(n); }
 int HalfTreeRounds(int n) { return TreeLevels(n); }
 int ButterflyRounds(int n) { return Log2Floor(n) + ((n & (n - 1)) != 0 ? 2 : 0); }
+int HalvingDoublingRounds(int n) { return 2 * Log2Floor(n) + ((n & (n - 1)) != 0 ? 2 : 0); }
 int PushThenPullRounds(int) { return 2; }
 
 double AllReduceBusFactor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0; }
@@ -76,6 +77,12 @@ const std::vector<Collective>& AllCollectives() {
        "p M log2 p + 2rM, p=2^floor(log2 N), r=N-p (N M log2 N when r=0)",
        "every link: M per round, log2 N rounds (+2 if N≠2^k)", Rootless<BuildAllReduceButterfly>,
        ButterflyBytes, ButterflyRounds, AllReduceBusFactor},
+      {"halving-doubling", kAllReduce, kSchedule,
+       "Rabenseifner: recursive-halving reduce-scatter, recursive-doubling all-gather",
+       "2(N-1)M, exact for any M (fold r=N-p into p=2^floor(log2 N): 2(p-1)M + 2rM)",
+       "every link: M/2^k in round k of each half, 2·log2 N rounds (+2 if N≠2^k)",
+       Rootless<BuildAllReduceHalvingDoubling>, TwiceLinearBytes, HalvingDoublingRounds,
+       AllReduceBusFactor},
       {"reduce-scatter", kReduceScatter, kSchedule,
        "ring reduce-scatter: rank r ends with the reduced chunk r", "(N-1)M",
        "every link: (N−1)/N·M each way", Rootless<BuildReduceScatterRing>, LinearBytes,

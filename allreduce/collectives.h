@@ -14,6 +14,7 @@ Schedule BuildAllReduceNaive(int rank, int world_size, std::int64_t count);
 Schedule BuildAllReduceRing(int rank, int world_size, std::int64_t count);
 Schedule BuildAllReduceTree(int rank, int world_size, std::int64_t count);
 Schedule BuildAllReduceButterfly(int rank, int world_size, std::int64_t count);
+Schedule BuildAllReduceHalvingDoubling(int rank, int world_size, std::int64_t count);
 
 // Reduce-scatter: rank r ends with the reduction of chunk r (chunking.h).
 Schedule BuildReduceScatterRing(int rank, int world_size, std::int64_t count);

@@ -79,6 +79,38 @@ TEST(ScheduleTest, ButterflySixRanksFoldsTwoExtraRanks) {
   EXPECT_TRUE(r5.rounds[3].steps.empty());
 }
 
+TEST(ScheduleTest, HalvingDoublingSixRanksTenElements) {
+  // p = 4, r = 2: ranks 0 and 2 fold into 1 and 3; actives 1, 3, 4, 5 hold
+  // chunks 0..3 of 10 elements: offsets 0, 3, 6, 8, sizes 3, 3, 2, 2.
+  const Schedule r0 = BuildAllReduceHalvingDoubling(0, 6, 10);
+  ASSERT_EQ(r0.rounds.size(), 6u);
+  EXPECT_EQ(r0.rounds[0].steps, (std::vector<Step>{Send(1, 0, 10)}));
+  for (int k = 1; k <= 4; ++k) EXPECT_TRUE(r0.rounds[k].steps.empty()) << k;
+  EXPECT_EQ(r0.rounds[5].steps, (std::vector<Step>{Copy(1, 0, 10)}));
+
+  // Active 0: halving with active 2 (rank 4) over chunks 0-3, then with active
+  // 1 (rank 3) over chunks 0-1; doubling back in reverse order.
+  const Schedule r1 = BuildAllReduceHalvingDoubling(1, 6, 10);
+  ASSERT_EQ(r1.rounds.size(), 6u);
+  EXPECT_EQ(r1.rounds[0].steps, (std::vector<Step>{Reduce(0, 0, 10)}));
+  EXPECT_EQ(r1.rounds[1].steps, (std::vector<Step>{Send(4, 6, 4), Reduce(4, 0, 6)}));
+  EXPECT_EQ(r1.rounds[2].steps, (std::vector<Step>{Send(3, 3, 3), Reduce(3, 0, 3)}));
+  EXPECT_EQ(r1.rounds[3].steps, (std::vector<Step>{Send(3, 0, 3), Copy(3, 3, 3)}));
+  EXPECT_EQ(r1.rounds[4].steps, (std::vector<Step>{Send(4, 0, 6), Copy(4, 6, 4)}));
+  EXPECT_EQ(r1.rounds[5].steps, (std::vector<Step>{Send(0, 0, 10)}));
+
+  // Active 3 keeps the upper halves and ends the reduce-scatter with chunk 3.
+  const Schedule r5 = BuildAllReduceHalvingDoubling(5, 6, 10);
+  EXPECT_TRUE(r5.rounds[0].steps.empty());
+  EXPECT_EQ(r5.rounds[1].steps, (std::vector<Step>{Send(3, 0, 6), Reduce(3, 6, 4)}));
+  EXPECT_EQ(r5.rounds[2].steps, (std::vector<Step>{Send(4, 6, 2), Reduce(4, 8, 2)}));
+  EXPECT_EQ(r5.rounds[3].steps, (std::vector<Step>{Send(4, 8, 2), Copy(4, 6, 2)}));
+  EXPECT_EQ(r5.rounds[4].steps, (std::vector<Step>{Send(3, 6, 4), Copy(3, 0, 6)}));
+  EXPECT_TRUE(r5.rounds[5].steps.empty());
+  EXPECT_EQ(r5.rounds[1].phase, "reduce-scatter");
+  EXPECT_EQ(r5.rounds[4].phase, "all-gather");
+}
+
 TEST(ScheduleTest, TreeFiveRanks) {
   // Reduce: 1->0 and 3->2, then 2->0, then 4->0. Broadcast: 0->4, 0->2, then 0->1 and 2->3.
   const Schedule r0 = BuildAllReduceTree(0, 5, 3);
@@ -140,6 +172,26 @@ TEST(TrafficTest, CountedFromSchedulesEqualsClosedFormUpToSixtyFourRanks) {
   }
 }
 
+// Halving-doubling's chunks are uneven whenever p does not divide the count;
+// the total must still be exactly 2(N-1) elements per element of the vector,
+// counted here from the schedules independently of the registry's function.
+TEST(TrafficTest, HalvingDoublingMovesExactlyTwiceNMinusOneVectorsForAnyCount) {
+  const Collective& hd = *FindCollective("halving-doubling");
+  for (int n = 1; n <= 33; ++n) {
+    for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{n - 1},
+                               std::int64_t{n + 1}, std::int64_t{1000003}}) {
+      for (std::int64_t element_size : {1, 4, 8}) {
+        const std::int64_t bytes = count * element_size;
+        const TrafficSummary t = CountTraffic(hd, n, bytes, element_size);
+        EXPECT_EQ(t.total_bytes, 2 * std::int64_t{n - 1} * bytes)
+            << "N=" << n << " count=" << count << " element_size=" << element_size;
+        EXPECT_EQ(t.total_bytes, hd.formula_bytes(n, bytes)) << "N=" << n << " count=" << count;
+        EXPECT_EQ(t.rounds, hd.formula_rounds(n)) << "N=" << n;
+      }
+    }
+  }
+}
+
 TEST(TrafficTest, ClosedFormsAtEightRanks) {
   const std::int64_t m = 64 << 20;
   EXPECT_EQ(FindCollective("naive")->formula_bytes(8, m), 56 * m);
@@ -149,6 +201,12 @@ TEST(TrafficTest, ClosedFormsAtEightRanks) {
   // N = 6: p = 4, r = 2: 4 M 2 + 2 2 M.
   EXPECT_EQ(FindCollective("butterfly")->formula_bytes(6, m), 12 * m);
   EXPECT_EQ(FindCollective("butterfly")->formula_rounds(6), 4);
+  // Halving-doubling moves what ring moves, in 2 log2 p (+2) rounds.
+  EXPECT_EQ(FindCollective("halving-doubling")->formula_bytes(8, m), 14 * m);
+  EXPECT_EQ(FindCollective("halving-doubling")->formula_bytes(6, m), 10 * m);
+  EXPECT_EQ(FindCollective("halving-doubling")->formula_rounds(8), 6);
+  EXPECT_EQ(FindCollective("halving-doubling")->formula_rounds(6), 6);
+  EXPECT_EQ(FindCollective("halving-doubling")->formula_rounds(1), 0);
   EXPECT_EQ(FindCollective("tree")->formula_rounds(5), 6);
 }
 
@@ -158,6 +216,15 @@ TEST(TrafficTest, BusiestRankOfTheTreeIsTheRoot) {
   EXPECT_EQ(tree.max_rank_bytes, 3 * 800);
   const TrafficSummary ring = CountTraffic(*FindCollective("ring"), 8, 800, 4);
   EXPECT_EQ(ring.max_rank_bytes, 2 * 7 * 100);
+}
+
+TEST(TrafficTest, BusiestRankOfHalvingDoubling) {
+  // At N = 8 loads every link like the ring: 2(p-1)/p M.
+  const TrafficSummary hd8 = CountTraffic(*FindCollective("halving-doubling"), 8, 800, 4);
+  EXPECT_EQ(hd8.max_rank_bytes, 2 * 7 * 100);
+  // At N = 6 a fold partner also carries the whole vector in (fold) and out (unfold).
+  const TrafficSummary hd6 = CountTraffic(*FindCollective("halving-doubling"), 6, 800, 4);
+  EXPECT_EQ(hd6.max_rank_bytes, 2 * 3 * 200 + 800);
 }
 
 TEST(ValidateTest, RejectsBadSchedules) {
