@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
-#include "experiments/byte_size.h"
+#include "common/byte_size.h"
 #include "proto/spec.h"
 #include "server/result_aggregator.h"
 

@@ -14,14 +14,14 @@
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
-#include "experiments/byte_size.h"
+#include "common/byte_size.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
 #include "server/coordinator_service.h"
-#include "server/memory_reuse.h"
+#include "common/memory_reuse.h"
 #include "server/parameter_server_service.h"
 #include "server/parameter_store.h"
-#include "server/signal_waiter.h"
+#include "common/signal_waiter.h"
 
 namespace {
 
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   int heartbeat_timeout_s = 10;
   int join_timeout_s = 120;
   testbed::ParameterStore::Options store_options;
-  // Sizes as people write them: 4096, 64KiB, 12GiB, 1GB (experiments/byte_size.h).
+  // Sizes as people write them: 4096, 64KiB, 12GiB, 1GB (common/byte_size.h).
   const auto byte_size = [](const std::string& flag, std::int64_t& into) {
     return [flag, &into](const std::string& text) {
       absl::StatusOr<std::int64_t> bytes = testbed::ParseByteSize(text);

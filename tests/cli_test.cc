@@ -8,11 +8,11 @@
 #include <string>
 
 #include "tests/cli_runner.h"
-#include "experiments/byte_size.h"
-#include "experiments/link_units.h"
-#include "experiments/table.h"
-#include "experiments/trace_command.h"
-#include "experiments/traffic_command.h"
+#include "common/byte_size.h"
+#include "common/link_units.h"
+#include "experiments/results/table.h"
+#include "experiments/cli/trace_command.h"
+#include "experiments/cli/traffic_command.h"
 
 namespace testbed {
 namespace {

@@ -15,9 +15,9 @@
 
 #include "tests/cli_runner.h"
 #include "allreduce/cost_model.h"
-#include "experiments/fit_command.h"
+#include "experiments/cli/fit_command.h"
 #include "experiments/results/result_row.h"
-#include "experiments/model_command.h"
+#include "experiments/cli/model_command.h"
 
 namespace testbed {
 namespace {

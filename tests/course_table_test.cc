@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "allreduce/cost_model.h"
-#include "experiments/course_table.h"
+#include "experiments/results/course_table.h"
 
 namespace testbed {
 namespace {

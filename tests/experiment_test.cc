@@ -10,11 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
 #include "allreduce/transport/inprocess_transport.h"
-#include "experiments/experiment_flags.h"
+#include "experiments/cli/experiment_flags.h"
 #include "proto/spec.h"
 #include "server/result_aggregator.h"
 #include "worker/interface_counters.h"
 #include "worker/sweep_runner.h"
+#include "allreduce/transport/ucx_settings.h"
 #include "worker/worker_daemon.h"
 
 namespace testbed {

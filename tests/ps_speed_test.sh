@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# experiments/ps_speed.sh, one round: both TCP figures are measured and every
+# experiments/bench/ps_speed.sh, one round: both TCP figures are measured and every
 # parameter-server row reports a rate and its share of each, so the benchmark
 # the README quotes keeps working as the results' columns change.
 set -euo pipefail

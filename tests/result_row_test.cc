@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "experiments/results/result_row.h"
-#include "experiments/results_output.h"
+#include "experiments/results/results_output.h"
 
 namespace testbed {
 namespace {

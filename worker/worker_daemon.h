@@ -46,13 +46,4 @@ class WorkerDaemon {
   std::unique_ptr<State> state_;
 };
 
-// The transports/devices of an endpoint's lanes, from ucp_ep_print_info's
-// text: "tcp/lo.0", "posix/memory+cma/memory".
-std::string UcxLanes(const std::string& endpoint_info);
-
-// Whether UCX endpoints should ask for peer failure detection: "auto" turns it
-// on unless UCX_TLS names only transports that cannot provide it (UCX 1.13's
-// shared memory), where asking for it would leave UCX no transport at all.
-bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls);
-
 }  // namespace testbed

@@ -4,8 +4,8 @@
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
-#include "server/memory_reuse.h"
-#include "server/signal_waiter.h"
+#include "common/memory_reuse.h"
+#include "common/signal_waiter.h"
 #include "worker/worker_daemon.h"
 
 int main(int argc, char** argv) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "experiments/table.h"
+#include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {

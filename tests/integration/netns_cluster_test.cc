@@ -14,7 +14,7 @@
 #include <thread>
 #include <sstream>
 
-#include "experiments/netns_fabric.h"
+#include "experiments/cluster/netns_fabric.h"
 #include "tests/integration/process_runner.h"
 
 namespace testbed {

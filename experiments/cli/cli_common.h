@@ -8,8 +8,8 @@
 
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
-#include "experiments/byte_size.h"
-#include "experiments/table.h"
+#include "common/byte_size.h"
+#include "experiments/results/table.h"
 
 namespace testbed {
 

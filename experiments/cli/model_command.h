@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
-#include "experiments/link_units.h"
+#include "common/link_units.h"
 
 namespace testbed {
 

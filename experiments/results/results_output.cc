@@ -1,4 +1,4 @@
-#include "experiments/results_output.h"
+#include "experiments/results/results_output.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>

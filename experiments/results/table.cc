@@ -1,4 +1,4 @@
-#include "experiments/table.h"
+#include "experiments/results/table.h"
 
 #include <algorithm>
 #include <cmath>

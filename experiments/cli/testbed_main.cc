@@ -4,12 +4,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "experiments/course_table.h"
-#include "experiments/experiment_commands.h"
-#include "experiments/fit_command.h"
-#include "experiments/model_command.h"
-#include "experiments/trace_command.h"
-#include "experiments/traffic_command.h"
+#include "experiments/cli/report_command.h"
+#include "experiments/cli/experiment_commands.h"
+#include "experiments/cli/fit_command.h"
+#include "experiments/cli/model_command.h"
+#include "experiments/cli/trace_command.h"
+#include "experiments/cli/traffic_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app(

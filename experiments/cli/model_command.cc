@@ -1,10 +1,10 @@
-#include "experiments/model_command.h"
+#include "experiments/cli/model_command.h"
 
 
 #include "absl/status/status.h"
 #include "allreduce/cost_model.h"
-#include "experiments/cli_common.h"
-#include "experiments/link_units.h"
+#include "experiments/cli/cli_common.h"
+#include "common/link_units.h"
 
 namespace testbed {
 CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {

@@ -1,4 +1,4 @@
-#include "experiments/experiment_flags.h"
+#include "experiments/cli/experiment_flags.h"
 
 #include <charconv>
 #include <fstream>
@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "allreduce/collective.h"
-#include "experiments/byte_size.h"
-#include "experiments/cli_common.h"
-#include "experiments/link_units.h"
+#include "common/byte_size.h"
+#include "experiments/cli/cli_common.h"
+#include "common/link_units.h"
 #include "proto/spec.h"
 
 namespace testbed {

@@ -1,4 +1,4 @@
-#include "experiments/netns_fabric.h"
+#include "experiments/cluster/netns_fabric.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "experiments/course_table.h"
+#include "experiments/results/course_table.h"
 
 #include <cmath>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/cost_model.h"
 #include "allreduce/data_type.h"
-#include "experiments/byte_size.h"
+#include "common/byte_size.h"
 #include "experiments/results/result_row.h"
 
 namespace testbed {
@@ -189,42 +189,6 @@ absl::Status WriteCourseTable(const std::string& results_path, const std::string
   std::ofstream out(markdown_path, std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", markdown_path));
   return PrintCourseTable(*rows, out);
-}
-
-CLI::App* AddReportCommand(CLI::App& app, ReportOptions& options) {
-  CLI::App* cmd = app.add_subcommand(
-      "report",
-      "The course notes' table from results files, in Markdown: per N and size, each "
-      "algorithm's traffic (measured / formula, and on the wire), rounds, time (measured, "
-      "predicted by the link model, predicted by the model fitted to the files) and its "
-      "bottleneck link.");
-  cmd->add_option("files", options.files, "Results files written by 'testbed local --out'")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--out", options.out, "Write the Markdown here instead of stdout");
-  cmd->footer("Example: testbed report results.jsonl --out results.md");
-  return cmd;
-}
-
-int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::vector<proto::ResultRow>> rows = ReadResultsFiles(options.files);
-  if (!rows.ok()) {
-    err << "error: " << rows.status().message() << "\n";
-    return 2;
-  }
-  std::ofstream file;
-  if (!options.out.empty()) {
-    file.open(options.out, std::ios::trunc);
-    if (!file) {
-      err << "error: cannot write " << options.out << "\n";
-      return 2;
-    }
-  }
-  if (absl::Status st = PrintCourseTable(*rows, options.out.empty() ? out : file); !st.ok()) {
-    err << "error: " << st.message() << "\n";
-    return 1;
-  }
-  return 0;
 }
 
 }  // namespace testbed

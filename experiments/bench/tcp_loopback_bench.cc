@@ -25,7 +25,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "experiments/byte_size.h"
+#include "common/byte_size.h"
 
 int main(int argc, char** argv) {
   CLI::App app("Payload rate of one TCP connection between two processes over loopback.",

@@ -1,4 +1,4 @@
-#include "experiments/experiment_client.h"
+#include "experiments/cli/experiment_client.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "experiments/fit_command.h"
+#include "experiments/cli/fit_command.h"
 
 #include <cmath>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "allreduce/cost_model.h"
-#include "experiments/cli_common.h"
+#include "experiments/cli/cli_common.h"
 #include "experiments/results/result_row.h"
 
 namespace testbed {

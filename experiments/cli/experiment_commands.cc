@@ -1,4 +1,4 @@
-#include "experiments/experiment_commands.h"
+#include "experiments/cli/experiment_commands.h"
 
 #include <unistd.h>
 
@@ -15,16 +15,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "experiments/experiment_client.h"
+#include "experiments/cli/experiment_client.h"
 #include "allreduce/cost_model.h"
 #include "allreduce/data_type.h"
-#include "experiments/course_table.h"
-#include "experiments/link_units.h"
-#include "experiments/local_cluster.h"
-#include "experiments/netns_fabric.h"
-#include "experiments/results_output.h"
+#include "experiments/results/course_table.h"
+#include "common/link_units.h"
+#include "experiments/cluster/local_cluster.h"
+#include "experiments/cluster/netns_fabric.h"
+#include "experiments/results/results_output.h"
 #include "proto/spec.h"
-#include "server/signal_waiter.h"
+#include "common/signal_waiter.h"
 
 namespace testbed {
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
-#include "experiments/traffic_command.h"
+#include "experiments/cli/traffic_command.h"
 
 #include "allreduce/traffic.h"
-#include "experiments/cli_common.h"
+#include "experiments/cli/cli_common.h"
 
 namespace testbed {
 

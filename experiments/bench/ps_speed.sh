@@ -15,7 +15,7 @@
 # share of that one; the gap between the two TCP figures is the memory's part.
 # Loopback only; installs nothing.
 #
-# usage: experiments/ps_speed.sh [BUILD_DIR] [ROUNDS]   (default: build 5)
+# usage: experiments/bench/ps_speed.sh [BUILD_DIR] [ROUNDS]   (default: build 5)
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-5}

@@ -1,4 +1,4 @@
-#include "experiments/link_units.h"
+#include "common/link_units.h"
 
 #include <cctype>
 #include <charconv>

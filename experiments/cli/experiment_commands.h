@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "experiments/experiment_flags.h"
+#include "experiments/cli/experiment_flags.h"
 
 namespace testbed {
 

@@ -1,4 +1,4 @@
-#include "server/signal_waiter.h"
+#include "common/signal_waiter.h"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-#include "experiments/byte_size.h"
+#include "common/byte_size.h"
 
 #include <cctype>
 #include <charconv>

@@ -3,14 +3,13 @@
 // what the wire carried, rounds, time (measured / predicted by the link model
 // / predicted by the model fitted to the same file), and the bottleneck link.
 // Markdown, so it pastes into notes, slides and issues. `testbed local --out
-// X.jsonl` writes it beside the results as X.md; `testbed report` prints it.
+// X.jsonl` writes it beside the results as X.md; `testbed report`
+// (experiments/cli/report_command.h) prints it.
 #pragma once
 
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
 #include "proto/experiment.pb.h"
@@ -29,13 +28,5 @@ std::string CourseTablePathFor(const std::string& results_path);
 
 // Reads a results file, writes its course table to `markdown_path`.
 absl::Status WriteCourseTable(const std::string& results_path, const std::string& markdown_path);
-
-struct ReportOptions {
-  std::vector<std::string> files;
-  std::string out;  // default stdout
-};
-
-CLI::App* AddReportCommand(CLI::App& app, ReportOptions& options);
-int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace testbed

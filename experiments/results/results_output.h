@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "experiments/results/result_row.h"
-#include "experiments/table.h"
+#include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {

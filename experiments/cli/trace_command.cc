@@ -1,4 +1,4 @@
-#include "experiments/trace_command.h"
+#include "experiments/cli/trace_command.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "allreduce/chunking.h"
 #include "allreduce/inprocess_run.h"
-#include "experiments/cli_common.h"
+#include "experiments/cli/cli_common.h"
 
 namespace testbed {
 namespace {

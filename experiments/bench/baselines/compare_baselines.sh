@@ -8,14 +8,14 @@
 #   Gloo AllreduceRingChunked (bandwidth-optimal ring) and AllreduceRing (passes
 #     the whole buffer around), TCP on 127.0.0.1
 # then prints Markdown tables. Installs nothing; needs mpirun and the binaries
-# built from experiments/baselines (apt-get install openmpi-bin libopenmpi-dev
+# built from experiments/bench/baselines (apt-get install openmpi-bin libopenmpi-dev
 # libgloo-dev, then build). Every result line is also kept as JSON lines.
 #
-# usage: experiments/baselines/compare_baselines.sh [BUILD_DIR] [options]
+# usage: experiments/bench/baselines/compare_baselines.sh [BUILD_DIR] [options]
 #   BUILD_DIR               the project's build dir (default: build); testbed is
 #                           BUILD_DIR/experiments/testbed
 #   --baselines-dir DIR     where mpi_allreduce_bench and gloo_allreduce_bench
-#                           are (default: BUILD_DIR/experiments/baselines, else
+#                           are (default: BUILD_DIR/experiments/bench/baselines, else
 #                           BUILD_DIR)
 #   --workers N             default 4
 #   --iters K, --warmup W   per size (default 20, 5)
@@ -71,8 +71,8 @@ want() { [[ ",$only," == *",$1,"* ]]; }
 command -v python3 >/dev/null || die "python3 is needed for the tables"
 testbed="$build_dir/experiments/testbed"
 if [[ -z "$baselines_dir" ]]; then
-  if [[ -d "$build_dir/experiments/baselines" ]]; then
-    baselines_dir="$build_dir/experiments/baselines"
+  if [[ -d "$build_dir/experiments/bench/baselines" ]]; then
+    baselines_dir="$build_dir/experiments/bench/baselines"
   else
     baselines_dir="$build_dir"
   fi
@@ -145,7 +145,7 @@ if want openmpi; then
   if ! command -v mpirun >/dev/null; then
     note "mpirun missing: apt-get install openmpi-bin libopenmpi-dev"
   elif [[ ! -x "$mpi_bench" ]]; then
-    note "$mpi_bench missing: build experiments/baselines (needs libopenmpi-dev)"
+    note "$mpi_bench missing: build experiments/bench/baselines (needs libopenmpi-dev)"
   else
     run_openmpi=1
     # 4 ranks on 2 cores: oversubscribe, no binding, yield instead of spinning.
@@ -162,7 +162,7 @@ if want openmpi; then
 fi
 if want gloo; then
   if [[ ! -x "$gloo_bench" ]]; then
-    note "$gloo_bench missing: build experiments/baselines (needs libgloo-dev)"
+    note "$gloo_bench missing: build experiments/bench/baselines (needs libgloo-dev)"
   else
     run_gloo=1
   fi

@@ -1,4 +1,4 @@
-#include "experiments/local_cluster.h"
+#include "experiments/cluster/local_cluster.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "experiments/netns_fabric.h"
+#include "experiments/cluster/netns_fabric.h"
 
 namespace testbed {
 
