@@ -1,7 +1,6 @@
 #include "allreduce/executor.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -34,17 +33,19 @@ std::size_t ScratchBytes(const Schedule& schedule, DataType type) {
   return static_cast<std::size_t>(most) * ElementSize(type);
 }
 
-void Executor::Prepare(const Schedule& schedule, DataType type) {
+void Executor::Prepare(const Schedule& schedule, DataType type, MemoryType memory) {
   const std::size_t needed = ScratchBytes(schedule, type);
-  // resize() value-initializes, which writes - and so faults in - every page.
-  if (scratch_.size() < needed) scratch_.resize(needed);
+  // Allocations are zeroed, which writes - and so faults in - every page.
+  if (scratch_.size() < needed || scratch_.buffer().memory != memory) {
+    scratch_ = MemoryOpsFor(memory).Allocate(needed);
+  }
 }
 
-absl::Status Executor::Run(const Schedule& schedule, std::span<std::byte> buffer, DataType type,
+absl::Status Executor::Run(const Schedule& schedule, MutableBuffer buffer, DataType type,
                            ReduceOp op, const RoundObserver& observer) {
   const std::size_t elem = ElementSize(type);
-  if (buffer.size() != static_cast<std::size_t>(schedule.count) * elem) {
-    return absl::InvalidArgumentError(absl::StrCat("buffer of ", buffer.size(),
+  if (buffer.size != static_cast<std::size_t>(schedule.count) * elem) {
+    return absl::InvalidArgumentError(absl::StrCat("buffer of ", buffer.size,
                                                    " bytes for a schedule of ", schedule.count,
                                                    " ", std::string(Name(type)), " elements"));
   }
@@ -58,7 +59,9 @@ absl::Status Executor::Run(const Schedule& schedule, std::span<std::byte> buffer
   if (schedule.rounds.size() >= (std::size_t{1} << kRoundBits)) {
     return absl::InvalidArgumentError("schedule has too many rounds to tag");
   }
-  Prepare(schedule, type);
+  Prepare(schedule, type, buffer.memory);
+  const MemoryOps& memory = MemoryOpsFor(buffer.memory);
+  const MutableBuffer scratch = scratch_.buffer();
   const std::uint64_t sequence = sequence_++ & (kMaxTag >> kRoundBits);
 
   std::vector<Landing>& landings = landings_;
@@ -78,8 +81,7 @@ absl::Status Executor::Run(const Schedule& schedule, std::span<std::byte> buffer
         st = transport_.PostRecv(step.peer, tag, buffer.subspan(offset, bytes));
       } else {
         landings.push_back({&step, scratch_used, false});
-        st = transport_.PostRecv(step.peer, tag,
-                                 std::span(scratch_).subspan(scratch_used, bytes));
+        st = transport_.PostRecv(step.peer, tag, scratch.subspan(scratch_used, bytes));
         scratch_used += bytes;
       }
       if (!st.ok()) return st;
@@ -87,12 +89,13 @@ absl::Status Executor::Run(const Schedule& schedule, std::span<std::byte> buffer
     if (absl::Status st = transport_.WaitAll(); !st.ok()) return st;
     for (const Landing& landing : landings) {
       if (landing.in_place) continue;
-      std::byte* dst = buffer.data() + landing.step->offset * elem;
-      const std::byte* src = scratch_.data() + landing.scratch_offset;
+      const std::size_t bytes = static_cast<std::size_t>(landing.step->count) * elem;
+      const MutableBuffer dst = buffer.subspan(landing.step->offset * elem, bytes);
+      const ConstBuffer src = scratch.subspan(landing.scratch_offset, bytes);
       if (landing.step->kind == StepKind::kRecvReduce) {
-        ReduceInto(type, op, dst, src, landing.step->count);
+        memory.Reduce(type, op, dst, src, landing.step->count);
       } else {
-        std::memcpy(dst, src, landing.step->count * elem);
+        memory.Copy(dst, src);
       }
     }
     if (observer) observer(k);

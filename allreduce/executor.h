@@ -6,7 +6,10 @@
 // Received data lands in scratch space owned by the executor, except copies
 // into a range no send of the same round reads, which land in place. Scratch
 // is allocated and touched once (Prepare) and reused, so timed iterations
-// never pay first-touch page faults.
+// never pay first-touch page faults. The buffer says what memory it is;
+// scratch is of the same kind, and every copy and reduction goes through
+// that memory's operations (allreduce/memory.h): the executor never touches
+// the bytes itself.
 //
 // Messages are tagged (sequence << 16 | round): each Run() advances the
 // sequence, so all ranks must run the same collectives in the same order.
@@ -23,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "allreduce/data_type.h"
+#include "allreduce/memory.h"
 #include "allreduce/schedule.h"
 #include "allreduce/transport/transport.h"
 
@@ -35,12 +39,13 @@ class Executor {
   // Called after each round with the round's index, once its data is applied.
   using RoundObserver = std::function<void(std::size_t round)>;
 
-  // Allocates and touches the scratch space `schedule` needs for `type`.
-  void Prepare(const Schedule& schedule, DataType type);
+  // Allocates and touches the scratch space `schedule` needs for `type`, in
+  // memory of kind `memory`.
+  void Prepare(const Schedule& schedule, DataType type, MemoryType memory = MemoryType::kHost);
 
   // Runs `schedule` on `buffer`, which holds schedule.count elements of `type`.
-  absl::Status Run(const Schedule& schedule, std::span<std::byte> buffer, DataType type,
-                   ReduceOp op, const RoundObserver& observer = nullptr);
+  absl::Status Run(const Schedule& schedule, MutableBuffer buffer, DataType type, ReduceOp op,
+                   const RoundObserver& observer = nullptr);
 
  private:
   // Where one received step lands: scratch (then reduced or copied) or in place.
@@ -51,7 +56,7 @@ class Executor {
   };
 
   Transport& transport_;
-  std::vector<std::byte> scratch_;
+  Allocation scratch_;
   std::vector<Landing> landings_;  // one round's; kept to reuse its memory
   std::uint64_t sequence_ = 0;
 };

@@ -31,12 +31,20 @@ InProcessRun RunInProcess(const Collective& collective, std::vector<Bytes> input
     threads.emplace_back([&, rank] {
       std::unique_ptr<Transport> transport = fabric.Connect(rank);
       Executor executor(*transport);
-      Bytes& buffer = run.buffers[rank];
+      Bytes& host = run.buffers[rank];
+      const MemoryOps& memory = MemoryOpsFor(options.memory);
+      const Allocation allocation = memory.Allocate(host.size());
+      const MutableBuffer buffer = allocation.buffer();
+      memory.Upload(buffer, host);
       Executor::RoundObserver observer;
       if (options.keep_snapshots) {
-        observer = [&](std::size_t round) { run.snapshots[round][rank] = buffer; };
+        observer = [&](std::size_t round) {
+          run.snapshots[round][rank].resize(host.size());
+          memory.Download(run.snapshots[round][rank], buffer);
+        };
       }
       run.status[rank] = executor.Run(schedules[rank], buffer, options.type, options.op, observer);
+      memory.Download(host, buffer);
       // A failed rank would leave its peers waiting until their deadline.
       if (!run.status[rank].ok()) fabric.MarkLost(rank);
       run.traffic[rank] = transport->Traffic();

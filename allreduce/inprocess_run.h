@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
+#include "allreduce/memory.h"
 #include "allreduce/transport/transport.h"
 
 namespace testbed {
@@ -30,6 +31,9 @@ struct InProcessRunOptions {
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
   bool keep_snapshots = false;  // copy every rank's buffer after every round
+  // Where each rank's vector lives while the collective runs: inputs are
+  // uploaded into it first, results downloaded from it after.
+  MemoryType memory = MemoryType::kHost;
 };
 
 // `inputs` holds one buffer per rank (the world size), all the same size.

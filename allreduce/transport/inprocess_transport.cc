@@ -16,7 +16,7 @@ class InProcessTransport final : public Transport {
   int world_size() const override { return fabric_.world_size(); }
   std::string_view name() const override { return "inprocess"; }
 
-  absl::Status PostSend(int peer, std::uint64_t tag, std::span<const std::byte> data) override {
+  absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) override {
     if (absl::Status st = CheckPeer(peer); !st.ok()) return st;
     auto send = std::make_shared<InProcessFabric::PendingSend>();
     send->data = data;
@@ -30,12 +30,12 @@ class InProcessTransport final : public Transport {
     }
     fabric_.changed_.notify_all();
     sends_.push_back(Pending{peer, tag, {}, std::move(send)});
-    traffic_[peer].bytes_sent += data.size();
+    traffic_[peer].bytes_sent += data.size;
     traffic_[peer].messages_sent += 1;
     return absl::OkStatus();
   }
 
-  absl::Status PostRecv(int peer, std::uint64_t tag, std::span<std::byte> data) override {
+  absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) override {
     if (absl::Status st = CheckPeer(peer); !st.ok()) return st;
     recvs_.push_back(Pending{peer, tag, data, nullptr});
     return absl::OkStatus();
@@ -55,18 +55,20 @@ class InProcessTransport final : public Transport {
         return true;
       });
       if (!st.ok()) return st;
-      if (send->data.size() != recv.data.size()) {
+      if (send->data.size != recv.data.size) {
         return absl::InvalidArgumentError(
-            absl::StrCat("rank ", rank_, " expected ", recv.data.size(), " bytes from rank ",
-                         recv.peer, " (tag ", recv.tag, ") but got ", send->data.size()));
+            absl::StrCat("rank ", rank_, " expected ", recv.data.size, " bytes from rank ",
+                         recv.peer, " (tag ", recv.tag, ") but got ", send->data.size));
       }
       // Copy without the lock, so ranks copy in parallel; the sender's span
       // stays valid until `consumed` is set.
       lock.unlock();
-      if (!recv.data.empty()) std::memcpy(recv.data.data(), send->data.data(), recv.data.size());
+      // One copy, by the memories' own operations (a device's memory is not
+      // host code's to touch).
+      CopyAcross(recv.data, send->data);
       lock.lock();
       send->consumed = true;
-      traffic_[recv.peer].bytes_received += recv.data.size();
+      traffic_[recv.peer].bytes_received += recv.data.size;
       traffic_[recv.peer].messages_received += 1;
       fabric_.changed_.notify_all();
     }
@@ -87,7 +89,7 @@ class InProcessTransport final : public Transport {
   struct Pending {
     int peer;
     std::uint64_t tag;
-    std::span<std::byte> data;                           // receives only
+    MutableBuffer data;                                  // receives only
     std::shared_ptr<InProcessFabric::PendingSend> send;  // sends only
   };
 

@@ -42,7 +42,7 @@ class InProcessFabric {
   friend class InProcessTransport;
 
   struct PendingSend {
-    std::span<const std::byte> data;
+    ConstBuffer data;
     bool consumed = false;
   };
   using Key = std::tuple<int, int, std::uint64_t>;  // (from, to, tag)

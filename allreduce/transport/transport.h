@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "allreduce/memory.h"
 
 namespace testbed {
 
@@ -42,10 +43,12 @@ class Transport {
   virtual std::string_view name() const = 0;  // "inprocess", "ucx"
 
   // Starts sending `data` to `peer`. `data` must stay valid and unchanged
-  // until WaitAll() returns.
-  virtual absl::Status PostSend(int peer, std::uint64_t tag, std::span<const std::byte> data) = 0;
-  // Starts receiving exactly data.size() bytes from `peer` into `data`.
-  virtual absl::Status PostRecv(int peer, std::uint64_t tag, std::span<std::byte> data) = 0;
+  // until WaitAll() returns. The buffer says where it lives (host memory
+  // from a plain byte span); a backend that cannot reach that memory stages
+  // it through host memory with the memory's own operations.
+  virtual absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) = 0;
+  // Starts receiving exactly data.size bytes from `peer` into `data`.
+  virtual absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) = 0;
   // Blocks until every posted operation has completed. Fails, naming the peer,
   // when a peer is lost, a size does not match, or the wait times out; after a
   // failure the transport is unusable.

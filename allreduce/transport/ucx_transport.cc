@@ -408,23 +408,31 @@ absl::Status UcxTransport::CheckPost(int peer, std::uint64_t tag) const {
   return absl::OkStatus();
 }
 
-absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, std::span<const std::byte> data) {
+absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, ConstBuffer data) {
   // A bad argument is refused before UCX sees it, so nothing changes.
   if (absl::Status status = CheckPost(peer, tag); !status.ok()) return status;
   endpoints_[peer]->MarkUsed();
   Operation& op = operations_.emplace_back(
-      Operation{.transport = this, .is_send = true, .peer = peer, .tag = tag, .size = data.size()});
+      Operation{.transport = this, .is_send = true, .peer = peer, .tag = tag, .size = data.size});
+  if (data.memory != MemoryType::kHost) {
+    // This UCX is given host memory only (Debian's has no device transports;
+    // handed a device pointer it crashes): stage.
+    op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
+    MemoryOpsFor(data.memory).Download(std::span(op.staging.buffer().data, data.size), data);
+    data = op.staging.buffer();
+  }
   ucp_request_param_t params{};
   params.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   params.cb.send = &UcxTransport::SendCallback;
   params.user_data = &op;
-  // The interface only carries host memory; saying so spares UCX a lookup.
+  // What UCX is handed is host memory (staged above otherwise); saying so
+  // spares UCX a lookup.
   params.memory_type = UCS_MEMORY_TYPE_HOST;
-  ucs_status_ptr_t request = ucp_tag_send_nbx(endpoints_[peer]->get(), data.data(), data.size(),
+  ucs_status_ptr_t request = ucp_tag_send_nbx(endpoints_[peer]->get(), data.data, data.size,
                                               UcxTag(rank_, tag), &params);
   if (request == nullptr) {
-    Complete(op, UCS_OK, data.size());
+    Complete(op, UCS_OK, data.size);
   } else if (UCS_PTR_IS_ERR(request)) {
     Complete(op, UCS_PTR_STATUS(request), 0);
   } else {
@@ -440,11 +448,16 @@ absl::Status UcxTransport::FailIfRefused(const Operation& op) {
   return status;
 }
 
-absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, std::span<std::byte> data) {
+absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, MutableBuffer data) {
   if (absl::Status status = CheckPost(peer, tag); !status.ok()) return status;
   endpoints_[peer]->MarkUsed();
   Operation& op = operations_.emplace_back(Operation{
-      .transport = this, .is_send = false, .peer = peer, .tag = tag, .size = data.size()});
+      .transport = this, .is_send = false, .peer = peer, .tag = tag, .size = data.size});
+  if (data.memory != MemoryType::kHost) {
+    op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
+    op.deliver_to = data;
+    data = op.staging.buffer();
+  }
   ucp_request_param_t params{};
   // No immediate completion: UCX 1.13 does not fill recv_info.tag_info when
   // a receive completes inside this call, and the length is needed to catch
@@ -454,7 +467,7 @@ absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, std::span<std::
   params.cb.recv = &UcxTransport::RecvCallback;
   params.user_data = &op;
   params.memory_type = UCS_MEMORY_TYPE_HOST;
-  ucs_status_ptr_t request = ucp_tag_recv_nbx(worker_->get(), data.data(), data.size(),
+  ucs_status_ptr_t request = ucp_tag_recv_nbx(worker_->get(), data.data, data.size,
                                               UcxTag(peer, tag), kFullTagMask, &params);
   if (UCS_PTR_IS_ERR(request)) {
     Complete(op, UCS_PTR_STATUS(request), 0);
@@ -604,6 +617,12 @@ absl::Status UcxTransport::WaitAll() {
   if (!result.ok()) {
     Abort(result);
     return result;
+  }
+  for (const Operation& op : operations_) {
+    if (op.deliver_to.data != nullptr) {
+      MemoryOpsFor(op.deliver_to.memory)
+          .Upload(op.deliver_to, std::span(op.staging.buffer().data, op.size));
+    }
   }
   ReleaseRequests();
   return absl::OkStatus();

@@ -133,8 +133,8 @@ class UcxTransport final : public Transport {
   std::string_view name() const override { return "ucx"; }
 
   // Transport's contract; peer != rank(), tag <= kMaxTag, after Connect().
-  absl::Status PostSend(int peer, std::uint64_t tag, std::span<const std::byte> data) override;
-  absl::Status PostRecv(int peer, std::uint64_t tag, std::span<std::byte> data) override;
+  absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) override;
+  absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) override;
   absl::Status WaitAll() override;
 
   std::vector<PeerTraffic> Traffic() const override { return traffic_; }
@@ -158,6 +158,11 @@ class UcxTransport final : public Transport {
     ucs_status_t status = UCS_OK;  // UCX's verdict, valid when done
     std::size_t received = 0;      // bytes that arrived, for receives
     bool short_message = false;    // a receive got fewer bytes than posted
+    // Memory UCX cannot reach travels through host memory: a send's bytes
+    // are copied out before posting, a receive's are delivered after
+    // WaitAll() into `deliver_to` by the memory's own operations.
+    Allocation staging;
+    MutableBuffer deliver_to;
   };
 
   UcxTransport(int rank, int world_size, UcxOptions options);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <latch>
 #include <memory>
@@ -115,10 +116,87 @@ class UcxWorld final : public TestWorld {
   std::vector<std::unique_ptr<Transport>> transports_;
 };
 
+// Hands the backend memory of another kind: every host span a test posts is
+// copied into an allocation of `memory` (sends) or received into one and
+// copied out after WaitAll() (receives), by that memory's own operations. On
+// fake-device memory a backend that touched the bytes itself would crash.
+class MemoryKindTransport final : public Transport {
+ public:
+  MemoryKindTransport(std::unique_ptr<Transport> inner, MemoryType memory)
+      : inner_(std::move(inner)), ops_(MemoryOpsFor(memory)) {}
+
+  int rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  std::string_view name() const override { return inner_->name(); }
+  absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) override {
+    Allocation& staged = staged_.emplace_back(ops_.Allocate(data.size));
+    ops_.Upload(staged.buffer(), std::span(data.data, data.size));
+    return inner_->PostSend(peer, tag, staged.buffer());
+  }
+  absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) override {
+    Allocation& staged = staged_.emplace_back(ops_.Allocate(data.size));
+    receives_.push_back({staged.buffer(), data});
+    return inner_->PostRecv(peer, tag, staged.buffer());
+  }
+  absl::Status WaitAll() override {
+    absl::Status status = inner_->WaitAll();
+    if (status.ok()) {
+      for (const auto& [from, to] : receives_) ops_.Download(std::span(to.data, to.size), from);
+    }
+    receives_.clear();
+    staged_.clear();
+    return status;
+  }
+  std::vector<PeerTraffic> Traffic() const override { return inner_->Traffic(); }
+  void ResetTraffic() override { inner_->ResetTraffic(); }
+
+ private:
+  std::unique_ptr<Transport> inner_;
+  const MemoryOps& ops_;
+  std::deque<Allocation> staged_;  // until WaitAll()
+  std::vector<std::pair<MutableBuffer, MutableBuffer>> receives_;  // (staged, the caller's)
+};
+
+class MemoryKindWorld final : public TestWorld {
+ public:
+  MemoryKindWorld(std::unique_ptr<TestWorld> inner, MemoryType memory)
+      : inner_(std::move(inner)), memory_(memory) {}
+  std::unique_ptr<Transport> Take(int rank) override {
+    return std::make_unique<MemoryKindTransport>(inner_->Take(rank), memory_);
+  }
+  void Lose(int rank, std::unique_ptr<Transport> transport) override {
+    inner_->Lose(rank, std::move(transport));
+  }
+
+ private:
+  std::unique_ptr<TestWorld> inner_;
+  MemoryType memory_;
+};
+
 // Names the parameter in test output (and in CTest's test names).
 void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.name; }
 
+std::vector<Backend> HostBackends();
+
+// Every backend twice: on host memory, and on fake-device memory (what a GPU
+// buffer is to a transport that cannot reach it).
 std::vector<Backend> AllBackends() {
+  std::vector<Backend> all = HostBackends();
+  for (const Backend& host : HostBackends()) {
+    Backend device = host;
+    device.name += "_fake_device";
+    device.make_world = [make = host.make_world](int n, milliseconds timeout)
+        -> absl::StatusOr<std::unique_ptr<TestWorld>> {
+      absl::StatusOr<std::unique_ptr<TestWorld>> world = make(n, timeout);
+      if (!world.ok()) return world.status();
+      return std::make_unique<MemoryKindWorld>(*std::move(world), MemoryType::kFakeDevice);
+    };
+    all.push_back(device);
+  }
+  return all;
+}
+
+std::vector<Backend> HostBackends() {
   return {
       {"inprocess",
        [](int n, milliseconds timeout) -> absl::StatusOr<std::unique_ptr<TestWorld>> {
