@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -101,9 +102,20 @@ class TestbedProcess {
   std::string out_, err_;
 };
 
-// The value of "key": ... in one JSON line (numbers and strings; no nesting).
+// The value of "key": ... in one JSON line (numbers and strings; no nesting),
+// or "" when there is none. A value counts only when it ends where JSON says
+// a value ends (",", "}" or "]"): a line cut short ("wrong": 1 of a lost
+// "wrong": 10) or a number run into junk ("wrong": 0x) is no value. Strings
+// come back as written between their quotes (escapes kept), so an escaped
+// quote does not end them.
 inline std::string JsonField(const std::string& line, const std::string& key) {
-  const std::regex pattern("\"" + key + "\": (\"([^\"]*)\"|[-0-9.eE+]+)");
+  std::string quoted_key;
+  for (char c : key) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) quoted_key += '\\';
+    quoted_key += c;
+  }
+  const std::regex pattern("\"" + quoted_key +
+                           "\": (\"((?:[^\"\\\\]|\\\\.)*)\"|-?[0-9][0-9.eE+-]*)(?=\\s*[,}\\]])");
   std::smatch match;
   if (!std::regex_search(line, match, pattern)) return "";
   return match[2].matched ? match[2].str() : match[1].str();
