@@ -93,11 +93,11 @@ TEST(TrafficCommandTest, JsonRowsCarryTheMeasuredAndFormulaBytes) {
   const std::string text = out.str();
   EXPECT_NE(text.find("{\"algorithm\": \"naive\", \"workers\": 4, \"bytes\": 1024, "
                       "\"total_bytes\": 12288, \"max_rank_bytes\": 3072, \"rounds\": 1, "
-                      "\"formula_bytes\": 12288"),
+                      "\"formula_bytes\": 12288, "),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("\"algorithm\": \"butterfly\", \"workers\": 4, \"bytes\": 1024, "
-                      "\"total_bytes\": 8192"),
+                      "\"total_bytes\": 8192, "),
             std::string::npos)
       << text;
 }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -135,11 +136,11 @@ TEST(ModelCommandTest, JsonRowsForEveryAlgorithm) {
   ASSERT_EQ(RunModel(options, out, err), 0) << err.str();
   const std::string text = out.str();
   EXPECT_NE(text.find("{\"algorithm\": \"ring\", \"workers\": 4, \"bytes\": 1048576, "
-                      "\"rounds\": 6, \"bottleneck_bytes\": 1572864, \"model_time_us\": 12642.91"),
+                      "\"rounds\": 6, \"bottleneck_bytes\": 1572864, \"model_time_us\": 12642.912, "),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("{\"algorithm\": \"ps\", \"workers\": 4, \"bytes\": 1048576, "
-                      "\"rounds\": 2, \"bottleneck_bytes\": 8388608"),
+                      "\"rounds\": 2, \"bottleneck_bytes\": 8388608, "),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("\"naive\""), std::string::npos);
@@ -246,10 +247,19 @@ TEST(CostModelCliTest, FitReadsAFile) {
   const auto [status, output] = RunCli("fit " + path.string() + " --format json");
   std::filesystem::remove(path);
   EXPECT_EQ(status, 0) << output;
-  EXPECT_NE(output.find("{\"algorithm\": \"ring\", \"transport\": \"ucx:tcp/lo.0\", "
-                        "\"workers\": \"4\", \"points\": 3, \"sizes\": 3, \"alpha_us\": 2"),
-            std::string::npos)
-      << output;
+  // The fit recovers the link the samples were made with: alpha 20 us, beta
+  // 8 ns/byte. Read as numbers: "alpha_us": 2 as text would also match 20,
+  // 200 or 2.5 - a prefix.
+  const std::string head =
+      "{\"algorithm\": \"ring\", \"transport\": \"ucx:tcp/lo.0\", "
+      "\"workers\": \"4\", \"points\": 3, \"sizes\": 3, \"alpha_us\": ";
+  const std::size_t at = output.find(head);
+  ASSERT_NE(at, std::string::npos) << output;
+  char* end = nullptr;
+  const double alpha_us = std::strtod(output.c_str() + at + head.size(), &end);
+  EXPECT_NEAR(alpha_us, 20, 1e-6) << output;
+  ASSERT_EQ(std::string(end, 22), ", \"beta_ns_per_byte\": ") << output;
+  EXPECT_NEAR(std::strtod(end + 22, nullptr), 8, 1e-9) << output;
 }
 
 }  // namespace

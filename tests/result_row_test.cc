@@ -76,7 +76,7 @@ TEST(ResultRowTest, AWrittenRowReadsBackEqual) {
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*rows)[0], row))
       << (*rows)[0].DebugString();
   // Numbers stay numbers for scripts: bytes is not quoted as proto3 JSON would.
-  EXPECT_NE(ResultRecordJson(row).find("\"bytes\": 1048576"), std::string::npos);
+  EXPECT_NE(ResultRecordJson(row).find("\"bytes\": 1048576, "), std::string::npos);
 }
 
 TEST(ResultRowTest, FieldsFromANewerBuildAreIgnored) {

@@ -181,58 +181,69 @@ TEST(LocalFailure, AHungWorkerFailsTheRunAndEveryDaemonEnds) {
 
 TEST(LocalFailure, KilledWorkerFailsTheRunNamingTheLostRank) {
   const std::string dir = TempDir("kill");
+  testing::DaemonReaper reaper;  // ends, by PID, whatever outlives the test
   TestbedProcess testbed(TESTBED_CLI_PATH,
                          {"local", "--workers", "4", "--algorithms", "ring", "--sizes", "4MiB",
                           "--iters", "100000", "--warmup", "0", "--log-dir", dir + "/logs"},
                          dir);
-  // Wait until the sweep runs: every worker has logged its rank.
-  std::vector<pid_t> workers;
+  const std::optional<testing::DaemonPids> pids = testing::ParseDaemonPids(
+      testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(30)));
+  ASSERT_TRUE(pids.has_value()) << testbed.Stderr();
+  reaper.Add(pids->all());
+  ASSERT_EQ(pids->workers.size(), 4u);
+  const std::vector<pid_t>& workers = pids->workers;
+  // Wait until the sweep runs: every worker has logged its rank ("rank R of 4").
+  std::vector<std::optional<int>> ranks(4);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   int ranked = 0;
   while (ranked < 4 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ranked = 0;
     for (int i = 0; i < 4; ++i) {
-      const std::string log = testing::ReadFile(dir + "/logs/worker-" + std::to_string(i) + ".log");
-      if (log.find(" of 4") != std::string::npos) ++ranked;
+      ranks[i] = testing::LoggedNumber(dir + "/logs/worker-" + std::to_string(i) + ".log",
+                                       "rank ([0-9]+) of 4");
+      ranked += ranks[i].has_value();
     }
   }
   ASSERT_EQ(ranked, 4) << testbed.Stderr();
-  std::smatch pids;
-  const std::string err = testbed.Stderr();
-  ASSERT_TRUE(std::regex_search(err, pids, std::regex("testbed-worker pids ([0-9]+) ([0-9]+) ([0-9]+) ([0-9]+)")))
-      << err;
-  for (int i = 1; i <= 4; ++i) workers.push_back(std::stoi(pids[i].str()));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mid-collective
 
-  const pid_t victim = workers[1];
+  const int victim_index = 1;
+  const pid_t victim = workers[victim_index];
+  // The lost rank is the one the victim's own log gave it, not whatever the
+  // report names.
+  const std::string victim_rank = std::to_string(*ranks[victim_index]);
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   const auto killed_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a worker died";
   EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(30));
-  EXPECT_NE(*status, 0);
+  EXPECT_EQ(*status, 1);
 
   const std::string report = testbed.Stderr();
-  std::smatch lost;
-  ASSERT_TRUE(std::regex_search(report, lost, std::regex("lost rank ([0-9]) \\(worker [0-9] \\([^)]* pid " +
-                                                         std::to_string(victim) + "\\)\\)")))
-      << report;
-  const std::string victim_rank = lost[1].str();
-  // Every other worker exited non-zero by itself, its log naming the lost rank
-  // (seen by UCX as a lost connection, or told by the coordinator).
-  const std::regex names_victim("lost (connection to )?rank " + victim_rank);
+  EXPECT_TRUE(std::regex_search(report, std::regex("lost rank " + victim_rank +
+                                                   " \\(worker [0-9] \\([^)]* pid " +
+                                                   std::to_string(victim) + "\\)\\)")))
+      << "victim rank " << victim_rank << ", pid " << victim << "\n" << report;
+  // Exits, where the harness saw them (see ExitReport): the victim by our
+  // signal, every other worker by a failure of its own.
+  const std::string victim_exit =
+      testing::ExitReport(report, "testbed-worker " + std::to_string(victim_index), victim);
+  EXPECT_TRUE(victim_exit.empty() || victim_exit == "was killed by signal 9") << report;
+  // Every other worker's log names the lost rank (seen by UCX as a lost
+  // connection, or told by the coordinator).
+  const std::regex names_victim("lost (connection to )?rank " + victim_rank + "\\b");
   for (int i = 0; i < 4; ++i) {
-    if (workers[i] == victim) continue;
-    EXPECT_NE(report.find("testbed-worker " + std::to_string(i) + " (pid " +
-                          std::to_string(workers[i]) + ") exited with status 1"),
-              std::string::npos)
-        << report;
+    if (i == victim_index) continue;
+    const std::string exit =
+        testing::ExitReport(report, "testbed-worker " + std::to_string(i), workers[i]);
+    EXPECT_TRUE(exit.empty() || exit == "exited with status 1") << exit << "\n" << report;
     const std::string log = testing::ReadFile(dir + "/logs/worker-" + std::to_string(i) + ".log");
-    EXPECT_TRUE(std::regex_search(log, names_victim)) << log;
+    EXPECT_TRUE(std::regex_search(log, names_victim)) << "victim rank " << victim_rank << "\n" << log;
   }
-  // Nothing is left running.
-  for (pid_t pid : workers) EXPECT_NE(kill(pid, 0), 0) << "pid " << pid << " survived";
+  // Nothing is left running: the server and every worker.
+  const std::vector<pid_t> survivors = testing::Survivors(pids->all(), std::chrono::seconds(10));
+  EXPECT_TRUE(survivors.empty()) << "survived: " << ::testing::PrintToString(survivors);
   std::filesystem::remove_all(dir);
 }
 

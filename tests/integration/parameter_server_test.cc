@@ -79,35 +79,68 @@ TEST(ParameterServerLarge, A256MiBTensorTravelsInChunks) {
   std::filesystem::remove_all(dir);
 }
 
-// The PID of shard 1, once `testbed local` has named its daemons (it names
+// The PIDs of every daemon, once `testbed local` has named them (it names
 // servers and workers on one line), or nothing after 30 s.
-std::optional<pid_t> SecondShardPid(const TestbedProcess& testbed) {
-  const std::string err = testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(30));
-  std::smatch pids;
-  if (!std::regex_search(err, pids, std::regex("testbed-server pids ([0-9]+) ([0-9]+) "))) {
-    return std::nullopt;
+std::optional<testing::DaemonPids> Daemons(const TestbedProcess& testbed) {
+  return testing::ParseDaemonPids(
+      testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(30)));
+}
+
+// What every worker's own log and exit say, and that nothing is left running,
+// after a shard failed: every worker's log names the failed shard by the
+// number the shard's own log gives itself, and every exit the harness
+// reports is a worker's own failure (status 1).
+void ExpectTheWorkersFailedOnTheShard(const TestbedProcess& testbed,
+                                      const testing::DaemonPids& pids, const std::string& logs,
+                                      int shard, const std::string& worker_log_pattern) {
+  const std::string report = testbed.Stderr();
+  for (std::size_t i = 0; i < pids.workers.size(); ++i) {
+    SCOPED_TRACE("worker " + std::to_string(i));
+    // Where the harness saw the exit, it was a failure of the worker's own.
+    const std::string exit =
+        testing::ExitReport(report, "testbed-worker " + std::to_string(i), pids.workers[i]);
+    EXPECT_TRUE(exit.empty() || exit == "exited with status 1") << exit << "\n" << report;
+    const std::string log = testing::ReadFile(logs + "/worker-" + std::to_string(i) + ".log");
+    EXPECT_NE(log.find("parameter server shard " + std::to_string(shard)), std::string::npos)
+        << log;
+    EXPECT_TRUE(std::regex_search(log, std::regex(worker_log_pattern))) << log;
+    EXPECT_EQ(log.find("fatal: gRPC still holds"), std::string::npos) << log;
   }
-  return std::stoi(pids[2].str());
+  // The server and every daemon ended.
+  const std::vector<pid_t> survivors = testing::Survivors(pids.all(), std::chrono::seconds(10));
+  EXPECT_TRUE(survivors.empty()) << "survived: " << ::testing::PrintToString(survivors);
 }
 
 TEST(ParameterServerFailure, KilledShardFailsTheWorkersWithAClearError) {
   const std::string dir = TempDir("kill");
+  testing::DaemonReaper reaper;  // ends, by PID, whatever outlives the test
   TestbedProcess testbed(TESTBED_CLI_PATH,
                          {"local", "--workers", "2", "--servers", "2", "--algorithms", "ps",
                           "--sizes", "4MiB", "--iters", "100000", "--warmup", "0", "--log-dir",
                           dir + "/logs"},
                          dir);
-  const std::optional<pid_t> shard = SecondShardPid(testbed);
-  ASSERT_TRUE(shard.has_value()) << testbed.Stderr();
+  const std::optional<testing::DaemonPids> pids = Daemons(testbed);
+  ASSERT_TRUE(pids.has_value()) << testbed.Stderr();
+  reaper.Add(pids->all());
+  ASSERT_EQ(pids->servers.size(), 2u);
+  ASSERT_EQ(pids->workers.size(), 2u);
+  // The victim's shard number, from its own log.
+  const std::optional<int> shard = testing::LoggedNumber(
+      dir + "/logs/server-1.log", "as parameter-server shard ([0-9]+)", std::chrono::seconds(30));
+  ASSERT_TRUE(shard.has_value()) << testing::ReadFile(dir + "/logs/server-1.log");
   std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
-  ASSERT_EQ(kill(*shard, SIGKILL), 0);
+  ASSERT_EQ(kill(pids->servers[1], SIGKILL), 0);
   const auto killed_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a shard died";
   EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(30));
-  EXPECT_NE(*status, 0);
-  EXPECT_NE(testbed.Stderr().find("parameter server shard 1"), std::string::npos)
+  EXPECT_EQ(*status, 1) << testbed.Stderr();
+  EXPECT_NE(testbed.Stderr().find("parameter server shard " + std::to_string(*shard)),
+            std::string::npos)
       << testbed.Stderr();
+  const std::string exit = testing::ExitReport(testbed.Stderr(), "testbed-server 1", pids->servers[1]);
+  EXPECT_TRUE(exit.empty() || exit == "was killed by signal 9") << testbed.Stderr();
+  ExpectTheWorkersFailedOnTheShard(testbed, *pids, dir + "/logs", *shard, ".");
   std::filesystem::remove_all(dir);
 }
 
@@ -116,26 +149,33 @@ TEST(ParameterServerFailure, KilledShardFailsTheWorkersWithAClearError) {
 // fail on their timeout, let go of that data and exit, not hang or crash.
 TEST(ParameterServerFailure, StalledShardFailsTheWorkersOnTheirTimeout) {
   const std::string dir = TempDir("stall");
+  testing::DaemonReaper reaper;  // ends, by PID, whatever outlives the test
   TestbedProcess testbed(TESTBED_CLI_PATH,
                          {"local", "--workers", "2", "--servers", "2", "--algorithms", "ps",
                           "--sizes", "32MiB", "--iters", "100000", "--warmup", "0", "--timeout",
                           "5", "--log-dir", dir + "/logs"},
                          dir);
-  const std::optional<pid_t> shard = SecondShardPid(testbed);
-  ASSERT_TRUE(shard.has_value()) << testbed.Stderr();
+  const std::optional<testing::DaemonPids> pids = Daemons(testbed);
+  ASSERT_TRUE(pids.has_value()) << testbed.Stderr();
+  reaper.Add(pids->all());
+  ASSERT_EQ(pids->servers.size(), 2u);
+  ASSERT_EQ(pids->workers.size(), 2u);
+  const std::optional<int> shard = testing::LoggedNumber(
+      dir + "/logs/server-1.log", "as parameter-server shard ([0-9]+)", std::chrono::seconds(30));
+  ASSERT_TRUE(shard.has_value()) << testing::ReadFile(dir + "/logs/server-1.log");
   std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
-  ASSERT_EQ(kill(*shard, SIGSTOP), 0);
+  ASSERT_EQ(kill(pids->servers[1], SIGSTOP), 0);
   const auto stopped_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
   const auto took = std::chrono::steady_clock::now() - stopped_at;
-  kill(*shard, SIGKILL);  // ours to end, whatever the harness did
   ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a shard stalled";
   EXPECT_LT(took, std::chrono::seconds(40));
-  EXPECT_NE(*status, 0);
-  EXPECT_NE(testbed.Stderr().find("parameter server shard 1"), std::string::npos)
-      << testbed.Stderr();
+  EXPECT_EQ(*status, 1) << testbed.Stderr();
   EXPECT_EQ(testbed.Stderr().find("fatal: gRPC still holds"), std::string::npos)
       << testbed.Stderr();
+  // The workers failed on their own deadline against that shard.
+  ExpectTheWorkersFailedOnTheShard(testbed, *pids, dir + "/logs", *shard,
+                                   "DEADLINE_EXCEEDED|[Dd]eadline");
   std::filesystem::remove_all(dir);
 }
 

@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -101,12 +102,126 @@ class TestbedProcess {
   std::string out_, err_;
 };
 
-// The value of "key": ... in one JSON line (numbers and strings; no nesting).
+// The value of "key": ... in one JSON line (numbers and strings; no nesting),
+// or "" when there is none. A value counts only when it ends where JSON says
+// a value ends (",", "}" or "]"): a line cut short ("wrong": 1 of a lost
+// "wrong": 10) or a number run into junk ("wrong": 0x) is no value. Strings
+// come back as written between their quotes (escapes kept), so an escaped
+// quote does not end them.
 inline std::string JsonField(const std::string& line, const std::string& key) {
-  const std::regex pattern("\"" + key + "\": (\"([^\"]*)\"|[-0-9.eE+]+)");
+  std::string quoted_key;
+  for (char c : key) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) quoted_key += '\\';
+    quoted_key += c;
+  }
+  const std::regex pattern("\"" + quoted_key +
+                           "\": (\"((?:[^\"\\\\]|\\\\.)*)\"|-?[0-9][0-9.eE+-]*)(?=\\s*[,}\\]])");
   std::smatch match;
   if (!std::regex_search(line, match, pattern)) return "";
   return match[2].matched ? match[2].str() : match[1].str();
+}
+
+// The PIDs `testbed local` printed for its daemons: "testbed-server pids A B
+// (coordinator on ...); testbed-worker pids X Y Z; logs in ...".
+struct DaemonPids {
+  std::vector<pid_t> servers, workers;
+  std::vector<pid_t> all() const {
+    std::vector<pid_t> pids = servers;
+    pids.insert(pids.end(), workers.begin(), workers.end());
+    return pids;
+  }
+};
+
+inline std::vector<pid_t> ParsePids(const std::string& list) {
+  std::vector<pid_t> pids;
+  std::stringstream in(list);
+  for (long pid; in >> pid;) pids.push_back(static_cast<pid_t>(pid));
+  return pids;
+}
+
+inline std::optional<DaemonPids> ParseDaemonPids(const std::string& err) {
+  std::smatch match;
+  if (!std::regex_search(err, match,
+                         std::regex("testbed-server pids ([0-9 ]+) \\(coordinator[^;]*; "
+                                    "testbed-worker pids ([0-9 ]+);"))) {
+    return std::nullopt;
+  }
+  DaemonPids pids{ParsePids(match[1].str()), ParsePids(match[2].str())};
+  if (pids.servers.empty() || pids.workers.empty()) return std::nullopt;
+  return pids;
+}
+
+// Whether `pid` still runs: kill(pid, 0) succeeds and it is not a zombie
+// waiting for a parent that does not reap (PID 1 of a container may not).
+inline bool Alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+// The PIDs of `pids` still alive after `timeout`.
+inline std::vector<pid_t> Survivors(const std::vector<pid_t>& pids,
+                                    std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<pid_t> alive;
+  do {
+    alive.clear();
+    for (pid_t pid : pids) {
+      if (Alive(pid)) alive.push_back(pid);
+    }
+    if (alive.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return alive;
+}
+
+// Kills, by PID, every daemon handed to it that still runs when it goes out
+// of scope - whether the test passed or failed. Declare it before the
+// TestbedProcess, so that the harness gets its SIGTERM first and this only
+// ends what the harness left behind.
+class DaemonReaper {
+ public:
+  DaemonReaper() = default;
+  DaemonReaper(const DaemonReaper&) = delete;
+  DaemonReaper& operator=(const DaemonReaper&) = delete;
+  ~DaemonReaper() {
+    for (pid_t pid : pids_) {
+      if (Alive(pid)) kill(pid, SIGKILL);  // a stopped one too
+    }
+  }
+  void Add(const std::vector<pid_t>& pids) { pids_.insert(pids_.end(), pids.begin(), pids.end()); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// How `testbed local` reported that daemon `who` ("testbed-worker 2") with
+// `pid` ended - "exited with status 1", "was killed by signal 9" - or "" when
+// it printed no such line. It prints only the exits it saw before it stopped
+// the rest itself, and the coordinator's failure can reach it first: then it
+// prints none (a race of the harness, not of the test).
+inline std::string ExitReport(const std::string& report, const std::string& who, pid_t pid) {
+  const std::string head = "testbed local: " + who + " (pid " + std::to_string(pid) + ") ";
+  const std::size_t at = report.find(head);
+  if (at == std::string::npos) return "";
+  const std::size_t begin = at + head.size();
+  return report.substr(begin, report.find('\n', begin) - begin);
+}
+
+// What a daemon's own log says of itself: the first capture of `pattern`
+// in `path`, once there (waiting up to `timeout`), or nothing.
+inline std::optional<int> LoggedNumber(const std::string& path, const std::string& pattern,
+                                       std::chrono::milliseconds timeout = {}) {
+  const std::regex re(pattern);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const std::string log = ReadFile(path);
+    std::smatch match;
+    if (std::regex_search(log, match, re)) return std::stoi(match[1].str());
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 inline std::vector<std::string> Lines(const std::string& text) {
