@@ -7,6 +7,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "experiments/results/result_row.h"
@@ -64,6 +65,21 @@ TEST(ResultRowTest, AnUnsetOptionalFieldIsAnEmptyCell) {
   const std::vector<Cell> cells = ResultCells(row);
   EXPECT_EQ(std::get<std::string>(cells.back()), "");
   EXPECT_EQ(std::get<double>(ResultCells(FullRow()).back()), 1200);
+}
+
+// Found by tests/fuzz/result_rows_fuzzer: an unset optional field was written
+// as "" and a non-finite double as nan, and the reader refused both lines.
+TEST(ResultRowTest, AWrittenRowWithUnsetAndNonFiniteFieldsReadsBack) {
+  proto::ResultRow row = FullRow();
+  row.clear_model_time_us();
+  row.set_time_us_avg(std::numeric_limits<double>::infinity());
+  std::istringstream in(ResultRecordJson(row) + "\n");
+  const auto rows = ReadResultRows(in);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*rows)[0], row))
+      << (*rows)[0].DebugString();
+  EXPECT_EQ(ResultRecordJson(row).find("model_time_us"), std::string::npos);
 }
 
 TEST(ResultRowTest, AWrittenRowReadsBackEqual) {

@@ -95,10 +95,22 @@ std::vector<Cell> ResultCells(const proto::ResultRow& row) {
 }
 
 std::string ResultRecordJson(const proto::ResultRow& row) {
-  std::vector<std::string> columns = ResultColumns();
-  std::vector<Cell> cells = ResultCells(row);
-  columns.insert(columns.begin(), "record");
-  cells.insert(cells.begin(), std::string("result"));
+  // An unset optional field is left out, not written as its empty cell: ""
+  // is no number to protobuf's JSON parser, and ReadResultRows refused every
+  // line with one (found by tests/fuzz/result_rows_fuzzer).
+  const Reflection& r = *row.GetReflection();
+  const std::vector<std::string> all_columns = ResultColumns();
+  const std::vector<Cell> all_cells = ResultCells(row);
+  const std::vector<const FieldDescriptor*> fields = Fields();
+  std::vector<std::string> columns = {"record"};
+  std::vector<Cell> cells = {std::string("result")};
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (!fields[i]->is_repeated() && fields[i]->has_presence() && !r.HasField(row, fields[i])) {
+      continue;
+    }
+    columns.push_back(all_columns[i]);
+    cells.push_back(all_cells[i]);
+  }
   return JsonObject(columns, cells);
 }
 

@@ -76,6 +76,9 @@ std::string JsonObject(const std::vector<std::string>& columns, const std::vecto
         out += (k ? ", " : "") + std::to_string((*list)[k]);
       }
       out += "]";
+    } else if (const auto* d = std::get_if<double>(&row[i]); d && !std::isfinite(*d)) {
+      // JSON has no nan or inf; these are protobuf's JSON spellings of them.
+      out += std::isnan(*d) ? "\"NaN\"" : *d > 0 ? "\"Infinity\"" : "\"-Infinity\"";
     } else if (const auto* d = std::get_if<double>(&row[i])) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.17g", *d);  // round-trips

@@ -1,0 +1,57 @@
+// The experiment spec as a user writes it: protobuf text format into an
+// ExperimentSpec, then ApplyDefaults and ValidateSpec (what the CLI and the
+// coordinator do with a spec file), and the same bytes as the CLI's --sizes
+// list (ParseSizeList). Invariants: defaults applied twice change nothing; a
+// parsed size list is non-empty, strictly ascending and never negative, and a
+// range (MIN:MAX...) has sizes > 0 that end at MAX.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include "experiments/cli/experiment_flags.h"
+#include "proto/spec.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace {
+
+// Parse errors are expected, not news: kept off stderr.
+class QuietErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+};
+
+void Spec(const std::string& text) {
+  testbed::proto::ExperimentSpec spec;
+  google::protobuf::TextFormat::Parser parser;
+  QuietErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &spec)) return;
+  testbed::ApplyDefaults(spec);
+  const std::string once = spec.SerializeAsString();
+  testbed::ApplyDefaults(spec);
+  FUZZ_CHECK(spec.SerializeAsString() == once);
+  (void)testbed::ValidateSpec(spec);
+  (void)testbed::UsesParameterServer(spec);
+}
+
+void SizeList(const std::string& text) {
+  const absl::StatusOr<std::vector<std::int64_t>> sizes = testbed::ParseSizeList(text);
+  if (!sizes.ok()) return;
+  FUZZ_CHECK(!sizes->empty());
+  FUZZ_CHECK(sizes->front() >= 0);
+  for (std::size_t i = 1; i < sizes->size(); ++i) FUZZ_CHECK((*sizes)[i - 1] < (*sizes)[i]);
+  if (text.find(':') != std::string::npos) FUZZ_CHECK(sizes->front() > 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  Spec(text);
+  SizeList(text);
+  return 0;
+}
