@@ -143,7 +143,11 @@ bool WorkerDaemon::State::Attach(const std::shared_ptr<grpc::Channel>& channel,
   // cancelling a closed one would replace the reason with CANCELLED.
   if (!closed) context.TryCancel();
   const grpc::Status status = stream->Finish();
-  spdlog::error("the coordinator refused this worker: {}", FromGrpcStatus(status).ToString());
+  if (status.ok()) {  // a coordinator that closed the stream without saying why
+    spdlog::error("the coordinator closed the stream before welcoming this worker");
+  } else {
+    spdlog::error("the coordinator refused this worker: {}", FromGrpcStatus(status).ToString());
+  }
   return false;
 }
 
