@@ -1,14 +1,16 @@
 // The worker daemon's life: attach to the coordinator (retrying until it is
 // up), then serve experiments one after another - make a UCX transport for the
 // rank it is given, trade addresses through the coordinator, run the sweep,
-// send results - until told to stop.
+// send results - until told to stop. This class holds the stream to the
+// coordinator; what each of the coordinator's messages does is in
+// ControlHandlers (control_handlers.h).
 //
 // A worker whose experiment fails (a peer lost, an Abort from the coordinator)
 // logs why and exits non-zero: UCX operations cannot be interrupted from
 // another thread, and a crashed peer leaves nothing worth reusing. Container
 // restart policies bring it back.
 //
-// Thread-safety: RunWorker runs on the main thread and starts a heartbeat
+// Thread-safety: Run() runs on the main thread and starts a heartbeat
 // thread and one sweep thread per experiment; Stop() may be called from any
 // thread (the signal thread).
 #pragma once

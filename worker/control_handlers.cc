@@ -1,0 +1,207 @@
+#include "worker/control_handlers.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "allreduce/transport/ucx_settings.h"
+#include "worker/interface_counters.h"
+#include "worker/sweep_runner.h"
+
+namespace testbed {
+namespace {
+
+using Stage = Experiment::Stage;
+using After = ControlHandlers::After;
+
+// "ucx:tcp/lo.0" - what UCX chose to reach the next rank, for the results.
+std::string TransportLabel(const UcxTransport& transport) {
+  if (transport.world_size() == 1) return "ucx:none";
+  const int next = (transport.rank() + 1) % transport.world_size();
+  const std::string lanes = UcxLanes(transport.DescribeEndpoint(next));
+  return absl::StrCat("ucx:", lanes.empty() ? "unknown" : lanes);
+}
+
+// The spec's timeout for every wait, 60 s where it gives none.
+std::chrono::seconds Timeout(const proto::ExperimentSpec& spec) {
+  return std::chrono::seconds(spec.timeout_s() ? spec.timeout_s() : 60);
+}
+
+// "is prepared": where an experiment is, for refusals.
+const char* StageText(Stage stage) {
+  switch (stage) {
+    case Stage::kPrepared: return "is prepared";
+    case Stage::kConnected: return "is connected";
+    case Stage::kStarted: return "has started";
+  }
+  return "is in an unknown stage";
+}
+
+}  // namespace
+
+ControlHandlers::ControlHandlers(const WorkerOptions& options, ControlLink& link)
+    : options_(options), link_(link) {}
+
+ControlHandlers::~ControlHandlers() = default;
+
+After ControlHandlers::Handle(const proto::CoordinatorMessage& message) {
+  switch (message.kind_case()) {
+    case proto::CoordinatorMessage::kWelcome: return OnWelcome(message.welcome());
+    case proto::CoordinatorMessage::kPrepare: return OnPrepare(message.prepare());
+    case proto::CoordinatorMessage::kConnect: return OnConnect(message.connect());
+    case proto::CoordinatorMessage::kStart: return OnStart(message.start());
+    case proto::CoordinatorMessage::kAbort: return OnAbort(message.abort());
+    case proto::CoordinatorMessage::KIND_NOT_SET: break;
+  }
+  // A kind this build does not know (a newer coordinator): as before, ignored.
+  spdlog::warn("ignored a message of a kind this worker does not know from the coordinator");
+  return After::kReadOn;
+}
+
+After ControlHandlers::OnWelcome(const proto::Welcome& welcome) {
+  if (attached_) return Refuse("Welcome", experiment_ ? experiment_->id : 0);
+  attached_ = true;
+  heartbeat_interval_ = std::chrono::milliseconds(welcome.heartbeat_ms());
+  spdlog::info("attached as worker {}", welcome.worker_id());
+  return After::kReadOn;
+}
+
+After ControlHandlers::OnPrepare(const proto::Prepare& prepare) {
+  if (!attached_) return Refuse("Prepare", prepare.experiment_id());
+  // The previous experiment's sweep has sent Finished, but its thread may not
+  // have ended yet: its destructor joins it.
+  experiment_.reset();
+  experiment_ = std::make_unique<Experiment>();
+  experiment_->id = prepare.experiment_id();
+  experiment_->spec = prepare.spec();
+  if (absl::Status st = MakeTransport(prepare); !st.ok()) {
+    Fail(experiment_->id, std::string(st.message()));
+    return After::kLeave;
+  }
+  spdlog::info("experiment {}: rank {} of {}", experiment_->id, prepare.rank(),
+               prepare.world_size());
+  proto::WorkerMessage address;
+  address.mutable_address()->set_experiment_id(experiment_->id);
+  const std::vector<std::byte> bytes = experiment_->transport->WorkerAddress();
+  address.mutable_address()->set_ucx_address(
+      std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  link_.Send(address);
+  return After::kReadOn;
+}
+
+absl::Status ControlHandlers::MakeTransport(const proto::Prepare& prepare) {
+  Experiment& e = *experiment_;
+  if (prepare.shard_addresses_size() > 0) {
+    e.parameter_server = std::make_unique<PsClient>(
+        std::vector<std::string>(prepare.shard_addresses().begin(),
+                                 prepare.shard_addresses().end()),
+        options_.credentials, Timeout(e.spec));
+  }
+  UcxOptions ucx;
+  ucx.wait_timeout = Timeout(e.spec);
+  ucx.peer_error_handling =
+      WantPeerErrorHandling(options_.peer_error_handling, std::getenv("UCX_TLS"));
+  auto created = UcxTransport::Create(prepare.rank(), prepare.world_size(), ucx);
+  if (!created.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot create a UCX transport: ", created.status().ToString()));
+  }
+  e.transport = std::move(*created);
+  return absl::OkStatus();
+}
+
+After ControlHandlers::OnConnect(const proto::Connect& connect) {
+  if (!At(connect.experiment_id(), Stage::kPrepared)) {
+    return Refuse("Connect", connect.experiment_id());
+  }
+  Experiment& e = *experiment_;
+  std::vector<std::vector<std::byte>> addresses;
+  for (const std::string& a : connect.ucx_addresses()) {
+    const auto* p = reinterpret_cast<const std::byte*>(a.data());
+    addresses.emplace_back(p, p + a.size());
+  }
+  if (absl::Status st = e.transport->Connect(addresses); !st.ok()) {
+    Fail(e.id, absl::StrCat("cannot connect to the other ranks: ", st.ToString()));
+    return After::kLeave;
+  }
+  e.transport_label = TransportLabel(*e.transport);
+  e.stage = Stage::kConnected;
+  spdlog::info("experiment {}: connected over {}", e.id, e.transport_label);
+  proto::WorkerMessage ready;
+  ready.mutable_ready()->set_experiment_id(e.id);
+  link_.Send(ready);
+  return After::kReadOn;
+}
+
+After ControlHandlers::OnStart(const proto::Start& start) {
+  if (!At(start.experiment_id(), Stage::kConnected)) return Refuse("Start", start.experiment_id());
+  Experiment& e = *experiment_;
+  e.stage = Stage::kStarted;
+  e.sweeping = true;
+  e.sweep = std::thread([this, &e] { Sweep(e); });
+  return After::kReadOn;
+}
+
+After ControlHandlers::OnAbort(const proto::Abort& abort) {
+  spdlog::error("experiment {} aborted by the coordinator: {}", abort.experiment_id(),
+                abort.reason());
+  failed_ = true;
+  return sweeping() ? After::kExitNow : After::kLeave;
+}
+
+void ControlHandlers::Sweep(Experiment& e) {
+  SweepEnvironment env;
+  env.transport = e.transport.get();
+  env.transport_label = e.transport_label;
+  env.parameter_server = e.parameter_server.get();
+  env.tensor_prefix = absl::StrCat("experiment-", e.id);
+  env.net_device = RankNetDevice(options_.net_device, std::getenv("UCX_NET_DEVICES"));
+  const absl::Status st = RunSweep(e.spec, env, [&](const proto::RankResult& result) {
+    proto::WorkerMessage m;
+    *m.mutable_result() = result;
+    return link_.Send(m) ? absl::OkStatus() : absl::UnavailableError("lost the coordinator");
+  });
+  if (st.ok()) {
+    proto::WorkerMessage finished;
+    finished.mutable_finished()->set_experiment_id(e.id);
+    link_.Send(finished);
+    spdlog::info("experiment {}: done", e.id);
+  } else {
+    Fail(e.id, std::string(st.message()));
+    // Stay, endpoints open, for the coordinator's verdict: leaving now would
+    // make the ranks that talk to this one see *it* lost and name it, not the
+    // rank that really failed.
+    link_.AwaitVerdict();
+  }
+  e.sweeping = false;
+}
+
+bool ControlHandlers::At(std::uint64_t id, Stage stage) const {
+  return experiment_ && experiment_->transport && experiment_->id == id &&
+         experiment_->stage == stage;
+}
+
+After ControlHandlers::Refuse(const char* what, std::uint64_t id) {
+  Fail(id, absl::StrCat("unexpected ", what, " from the coordinator while ", StateText()));
+  return After::kLeave;
+}
+
+std::string ControlHandlers::StateText() const {
+  if (!attached_) return "attaching (no Welcome yet)";
+  if (!experiment_) return "idle";
+  if (!experiment_->transport) return absl::StrCat("experiment ", experiment_->id, " has failed");
+  return absl::StrCat("experiment ", experiment_->id, " ", StageText(experiment_->stage));
+}
+
+void ControlHandlers::Fail(std::uint64_t id, const std::string& why) {
+  spdlog::error("experiment {}: {}", id, why);
+  proto::WorkerMessage message;
+  message.mutable_failure()->set_experiment_id(id);
+  message.mutable_failure()->set_message(why);
+  link_.Send(message);
+  failed_ = true;
+}
+
+}  // namespace testbed
