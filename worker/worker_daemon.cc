@@ -179,6 +179,7 @@ int WorkerDaemon::State::Leave(ControlHandlers& handlers) {
   } else {
     spdlog::error("lost the coordinator at {}: {}", options.coordinator,
                   stream->Finish().error_message());
+    code = kLostCoordinator;
   }
   // A sweep in flight cannot be interrupted inside UCX: leave at once.
   if (sweep_blocked) ExitNow(code);

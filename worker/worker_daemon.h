@@ -31,13 +31,17 @@ struct WorkerOptions {
   std::string net_device;  // for wire bytes; empty: the one UCX_NET_DEVICES names
 };
 
+// Run()'s code when the coordinator went away (its stream broke) with no
+// experiment failing: the caller may attach again once it is back.
+inline constexpr int kLostCoordinator = 3;
+
 class WorkerDaemon {
  public:
   explicit WorkerDaemon(WorkerOptions options);
   ~WorkerDaemon();
 
-  // Blocks until stopped (returns 0), or until the coordinator goes away or an
-  // experiment fails (logs why and returns non-zero).
+  // Blocks until stopped (returns 0), until the coordinator goes away
+  // (kLostCoordinator) or an experiment fails (logs why and returns 1).
   int Run();
   // Asks Run() to return: cancels the coordinator stream.
   void Stop();

@@ -1,5 +1,10 @@
 // testbed-worker: a long-lived worker daemon. It attaches to the coordinator
 // and runs whatever experiments are submitted there.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
@@ -17,11 +22,18 @@ int main(int argc, char** argv) {
       "testbed-worker");
   testbed::WorkerOptions options;
   int connect_timeout_s = 120;
+  int reconnect_s = 300;
   app.add_option("-c,--coordinator", options.coordinator, "The coordinator's HOST:PORT")
       ->required();
   app.add_option("--connect-timeout", connect_timeout_s,
                  "Seconds to keep trying to reach the coordinator")
       ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--reconnect", reconnect_s,
+                 "When the coordinator goes away (restarted by compose or Kubernetes), keep "
+                 "trying to attach again for this many seconds, backing off from 0.5 s to 10 s "
+                 "between tries, and rejoin the next experiment; 0: exit at once (status 3)")
+      ->check(CLI::Range(0, 86400))
       ->capture_default_str();
   app.add_option("--peer-error-handling", options.peer_error_handling,
                  "UCX peer failure detection: auto (on unless UCX_TLS is shared memory only), "
@@ -48,10 +60,38 @@ int main(int argc, char** argv) {
   }
   options.credentials = *credentials;
 
-  testbed::WorkerDaemon daemon(options);
+  // One daemon per attachment: a coordinator that goes away and comes back
+  // gets a fresh one, after a backoff a signal cuts short.
+  std::mutex mu;
+  std::condition_variable stopped_cv;
+  bool stopped = false;
+  testbed::WorkerDaemon* current = nullptr;
   testbed::SignalWaiter waiter([&](int signal) {
     spdlog::info("signal {}: stopping", signal);
-    daemon.Stop();
+    std::lock_guard lock(mu);
+    stopped = true;
+    if (current != nullptr) current->Stop();
+    stopped_cv.notify_all();
   });
-  return daemon.Run();
+  auto backoff = std::chrono::milliseconds(500);
+  for (;;) {
+    testbed::WorkerDaemon daemon(options);
+    {
+      std::lock_guard lock(mu);
+      if (stopped) return 0;
+      current = &daemon;
+    }
+    const int code = daemon.Run();
+    {
+      std::lock_guard lock(mu);
+      current = nullptr;
+    }
+    if (code != testbed::kLostCoordinator || reconnect_s == 0) return code;
+    spdlog::info("attaching to the coordinator again in {} ms (for up to {} s)", backoff.count(),
+                 reconnect_s);
+    std::unique_lock lock(mu);
+    if (stopped_cv.wait_for(lock, backoff, [&] { return stopped; })) return 0;
+    backoff = std::min<std::chrono::milliseconds>(2 * backoff, std::chrono::seconds(10));
+    options.connect_timeout = std::chrono::seconds(reconnect_s);
+  }
 }
