@@ -323,10 +323,16 @@ TEST_F(CoreTest, AFailureReportIsHeldBackThenNamesEverySilentRank) {
   Advance(seconds(1));
   // Rank 3 hangs; rank 0 times out on rank 1, which waits on rank 3.
   ASSERT_TRUE(core_.FailureReported(0, "lost connection to rank 1", now_).ok());
-  Advance(milliseconds(1000), 3);
-  Advance(milliseconds(1000), 3);
+  const auto beat = [&](Time::duration d, std::vector<int> ranks) {
+    now_ += d;
+    for (int r : ranks) core_.Heartbeat(r, now_);
+    core_.CheckDeadlines(now_);
+  };
+  beat(milliseconds(1000), {0, 1, 2});
+  beat(milliseconds(1000), {0, 1});
   EXPECT_EQ(core_.state(), State::kRunning);  // 2 s: still held back
-  Advance(milliseconds(1001), 3);
+  beat(milliseconds(1001), {0, 1});
+  // Rank 3 has been silent for 3.001 s, three heartbeats; rank 2 for 2.001 s only.
   EXPECT_EQ(core_.failure().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(FailureSentToAll(),
             "rank 0 (worker 0 (host-0 pid 100)) reported: lost connection to rank 1; "
