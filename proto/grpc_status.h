@@ -9,6 +9,13 @@
 
 namespace testbed {
 
+// Both number their codes after google.rpc.Code, so a cast converts them.
+static_assert(static_cast<int>(absl::StatusCode::kCancelled) == grpc::StatusCode::CANCELLED);
+static_assert(static_cast<int>(absl::StatusCode::kFailedPrecondition) ==
+              grpc::StatusCode::FAILED_PRECONDITION);
+static_assert(static_cast<int>(absl::StatusCode::kUnauthenticated) ==
+              grpc::StatusCode::UNAUTHENTICATED);
+
 inline grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));

@@ -1,17 +1,20 @@
-// The coordinator: the control plane's one authority. Worker daemons attach
-// and stay attached (one bidirectional stream each); a client submits an
-// experiment; the coordinator picks N idle workers, gives them ranks, relays
-// their UCX addresses, starts them together, and streams the aggregated rows
-// back to the client as the per-rank results arrive.
+// The coordinator's gRPC face: a thin layer over CoordinatorCore
+// (server/coordinator_core.h), which holds the workers, the shards and the
+// experiment's state machine. Worker daemons attach and stay attached (one
+// bidirectional stream each); a client submits an experiment; the core picks N
+// idle workers, gives them ranks, relays their UCX addresses, starts them
+// together, and the Submit handler streams the aggregated rows back to the
+// client as they come. This file only reads streams, calls the core, delivers
+// what the core queued, and converts statuses (proto/grpc_status.h).
 //
 // Failure: a worker whose stream breaks, whose heartbeats stop, or which
 // reports a failure ends the experiment: the other workers get an Abort naming
 // the lost rank, and the client's call fails with the same message. No wait
 // here is unbounded.
 //
-// Thread-safety: gRPC calls the handlers from many threads; all shared state
-// is guarded by mu_. Writes to one worker's stream are serialized by that
-// worker's own mutex, so a slow worker never holds mu_.
+// Thread-safety: gRPC calls the handlers from many threads; the core and the
+// sessions are guarded by mu_. Writes to one worker's stream are serialized by
+// that worker's own mutex and made without mu_, so a slow worker never holds it.
 #pragma once
 
 #include <chrono>
@@ -25,6 +28,7 @@
 
 #include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
+#include "server/coordinator_core.h"
 
 namespace testbed {
 
@@ -34,14 +38,6 @@ struct CoordinatorOptions {
   std::chrono::milliseconds heartbeat_timeout{10000};  // silence that means lost
   std::chrono::milliseconds handshake_timeout{30000};  // addresses, connections
 };
-
-// When the coordinator gives up on one row (an algorithm at a size) that
-// started at `now`: every iteration, warm-up included, may take the spec's
-// collective timeout, plus 30 s of slack. Saturates at the clock's last
-// instant instead of overflowing: timeout x iterations can pass the ~292 years
-// that steady_clock's nanoseconds hold (86400 s x 1000000 iterations does).
-std::chrono::steady_clock::time_point RowDeadline(std::chrono::steady_clock::time_point now,
-                                                  const proto::ExperimentSpec& spec);
 
 class CoordinatorService final : public proto::Coordinator::Service {
  public:
@@ -68,36 +64,16 @@ class CoordinatorService final : public proto::Coordinator::Service {
 
  private:
   struct WorkerSession;
-  struct Experiment;
 
-  // Routes one message from a worker into the running experiment.
-  void Deliver(WorkerSession& worker, const proto::WorkerMessage& message);
-  // Marks the experiment failed (first reason wins) and wakes its waiters.
-  void FailLocked(Experiment& experiment, const std::string& reason);
-  // Waits until `done` or the experiment fails; checks heartbeats meanwhile.
-  // Returns the failure, or a timeout naming `what`.
-  grpc::Status WaitLocked(std::unique_lock<std::mutex>& lock, Experiment& experiment,
-                          std::chrono::steady_clock::time_point deadline, const std::string& what,
-                          grpc::ServerContext* client, const std::function<bool()>& done);
-  grpc::Status RunExperiment(std::unique_lock<std::mutex>& lock,
-                             const std::shared_ptr<Experiment>& experiment,
-                             grpc::ServerContext* client,
-                             grpc::ServerWriter<proto::SubmitEvent>* writer);
-  void SendToAll(const Experiment& experiment, const proto::CoordinatorMessage& message);
+  // Delivers what the core queued for workers; call with mu_ held in `lock`,
+  // which it releases while writing.
+  void SendQueued(std::unique_lock<std::mutex>& lock);
 
   const CoordinatorOptions options_;
   std::mutex mu_;
-  std::condition_variable changed_;
-  std::map<std::uint32_t, std::shared_ptr<WorkerSession>> workers_;  // attached, by id
-  std::shared_ptr<Experiment> running_;                              // at most one
-  // The experiment that waits for workers before it runs; 0 when none. At most
-  // one waits: a second would take the same workers once they come.
-  std::uint64_t waiting_for_workers_ = 0;
-  std::string own_shard_address_;
-  std::vector<std::string> shards_;  // other servers' shard addresses, in joining order
-  std::uint32_t next_worker_id_ = 0;
-  std::uint64_t next_experiment_id_ = 1;
-  bool shutting_down_ = false;
+  std::condition_variable changed_;  // the core changed
+  CoordinatorCore core_;
+  std::map<std::uint32_t, std::shared_ptr<WorkerSession>> sessions_;  // attached, by id
 };
 
 }  // namespace testbed

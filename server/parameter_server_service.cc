@@ -146,7 +146,7 @@ grpc::Status ParameterServerService::Pull(
   if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
   proto::PullRequest request;
   if (!stream->Read(&request)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a pull without its request");
+    return ToGrpcStatus(absl::InvalidArgumentError("a pull without its request"));
   }
   return ToGrpcStatus(ServeStep(*context, request.tensor(), request.step(), *stream));
 }
