@@ -10,9 +10,7 @@
 //  - All-gather, distance 1, 2, ..., p/2: the same pairs in reverse order swap
 //    the ranges they hold, so each rank's range doubles back to [0, p).
 // For N not a power of two (r = N - p), the extra ranks fold in first and out
-// again last, MPICH's recipe as in butterfly: among ranks 0..2r-1, each even
-// rank sends its whole vector to the odd rank above it and sits out; the odd
-// rank hands it the result at the end.
+// again last (power_of_two_fold.h, as in butterfly).
 // Rounds: 2 log2 p, plus 2 when r > 0.
 // Wire: 2(N-1)M in total, exactly, for any M - uneven chunks change who moves
 // which element, never how many move. In halving round k = 1..log2 p the
@@ -23,15 +21,10 @@
 // Per rank, each way: about 2(p-1)M/p, plus M for the r fold partners.
 #include "allreduce/chunking.h"
 #include "allreduce/collectives.h"
+#include "allreduce/power_of_two_fold.h"
 
 namespace testbed {
 namespace {
-
-int LargestPowerOfTwoAtMost(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
 
 // The elements of chunks [first, last) of `count` cut into `parts`.
 Chunk ChunkRange(std::int64_t count, int parts, int first, int last) {
@@ -44,23 +37,12 @@ Chunk ChunkRange(std::int64_t count, int parts, int first, int last) {
 
 Schedule BuildAllReduceHalvingDoubling(int rank, int world_size, std::int64_t count) {
   Schedule s{rank, world_size, count, {}};
-  const int p = LargestPowerOfTwoAtMost(world_size);
-  const int extra = world_size - p;
-  const bool folded_pair = rank < 2 * extra;  // rank belongs to a fold pair
-  const bool sits_out = folded_pair && rank % 2 == 0;
-
-  if (extra > 0) {
-    Round& fold = s.AddRound("fold");
-    if (sits_out) {
-      s.Send(fold, rank + 1, 0, count);
-    } else if (folded_pair) {
-      s.RecvReduce(fold, rank - 1, 0, count);
-    }
-  }
-
-  // Active ranks are renumbered 0..p-1: pair (2i, 2i+1) becomes i, the rest shift down.
-  const int active = folded_pair ? rank / 2 : rank - extra;
-  const auto real = [&](int a) { return a < extra ? 2 * a + 1 : a + extra; };
+  const PowerOfTwoFold fold(rank, world_size);
+  const int p = fold.p();
+  const bool sits_out = fold.sits_out();
+  const int active = fold.active();
+  const auto real = [&](int a) { return fold.RankOf(a); };
+  fold.AddFold(s, count);
 
   // Reduce-scatter by recursive halving: [lo, hi) is the range of chunks this
   // rank still reduces; it halves every round and ends as [active, active + 1).
@@ -102,14 +84,7 @@ Schedule BuildAllReduceHalvingDoubling(int rank, int world_size, std::int64_t co
     }
   }
 
-  if (extra > 0) {
-    Round& unfold = s.AddRound("unfold");
-    if (sits_out) {
-      s.RecvCopy(unfold, rank + 1, 0, count);
-    } else if (folded_pair) {
-      s.Send(unfold, rank - 1, 0, count);
-    }
-  }
+  fold.AddUnfold(s, count);
   return s;
 }
 

@@ -5,8 +5,8 @@
 // step. By default glibc serves such blocks with mmap, or trims them off its
 // heaps when freed, so each step page-faults its memory back in (zeroed and
 // charged to the cgroup page by page); with fixed thresholds the blocks are
-// kept, and a parameter-server step (N = 4, 64 MiB, loopback) took 12-20%
-// less time. The cost: a daemon keeps up to the trim threshold of freed memory.
+// kept and reused (the figures are in the commit that made it). The cost: a
+// daemon keeps up to the trim threshold of freed memory.
 //
 // Call once, first thing in main(), before any thread starts.
 #pragma once
@@ -23,8 +23,8 @@ inline void KeepFreedMemoryForReuse() {
   // One arena, the main heap, which only the trim threshold shrinks. A
   // thread's own arena lives in 64 MiB heaps that glibc unmaps whenever one
   // falls empty, whatever the thresholds: gRPC's read buffers landed in such
-  // heaps and were page-faulted in again every step (measured: 10-15% of the
-  // step time). With two cores, one arena's lock costs nothing measurable.
+  // heaps and were page-faulted in again every step. With two cores, one
+  // arena's lock costs nothing measurable.
   mallopt(M_ARENA_MAX, 1);
 }
 

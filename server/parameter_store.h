@@ -13,12 +13,10 @@
 // The completed step is worked out chunk by chunk, by whichever pull first
 // needs a chunk: the N gradients of a chunk are summed in one pass, in worker
 // order (so the result does not depend on arrival order), and pulls stream the
-// first chunks while others are still being summed. Adding each push in as it
-// completed instead ran N passes over the whole slice, most of them one after
-// another on one core after the last push, and the values were then copied
-// once more for the pulls; those two copies alone were about 13% of a step
-// (N = 4, 64 MiB, loopback). Pulls get the values themselves, with a
-// reference that keeps their memory unchanged until released.
+// first chunks while others are still being summed (one pass over the slice,
+// spread over the pulls' threads, rather than N passes after the last push).
+// Pulls get the values themselves, with a reference that keeps their memory
+// unchanged until released.
 //
 // A pull of step t waits until step t is complete; the shard keeps only the
 // latest step, which is enough for synchronous workers (each pulls step t

@@ -1,5 +1,5 @@
 // `testbed model`: the alpha-beta cost model's prediction for each algorithm
-// (ps and the four all-reduce algorithms) at N workers and M bytes, read off
+// (by default ps and every all-reduce in the registry) at N workers and M bytes, read off
 // the schedules: rounds, the busiest link's bytes summed over rounds, time.
 #pragma once
 
@@ -22,7 +22,7 @@ struct ModelOptions {
   std::string link_rate = "1gbit";
   int servers = 1;
   std::string dtype = "float32";
-  std::vector<std::string> algorithms;  // empty: ps and the four all-reduce algorithms
+  std::vector<std::string> algorithms;  // empty: ps and every all-reduce
   std::string format = "table";
 };
 

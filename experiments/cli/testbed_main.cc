@@ -10,11 +10,13 @@
 #include "experiments/cli/model_command.h"
 #include "experiments/cli/trace_command.h"
 #include "experiments/cli/traffic_command.h"
+#include "allreduce/collective.h"
 
 int main(int argc, char** argv) {
   CLI::App app(
-      "testbed: a parameter server and four all-reduce algorithms (naive, ring, tree, "
-      "butterfly), measured side by side.\nRun 'testbed SUBCOMMAND --help' for each one.",
+      "testbed: a parameter server and all-reduce algorithms, measured side by side: " +
+          testbed::CollectiveNames(testbed::Kinds::kAll) +
+          ".\nRun 'testbed SUBCOMMAND --help' for each one.",
       "testbed");
   app.require_subcommand(1);
 
