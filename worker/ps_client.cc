@@ -17,7 +17,10 @@ namespace testbed {
 absl::Status PsClient::ShardError(std::size_t shard, const grpc::Status& status) const {
   return absl::Status(FromGrpcStatus(status).code(),
                       absl::StrCat("parameter server shard ", shard, " at ", addresses_[shard],
-                                   ": ", status.error_message()));
+                                   ": ", status.error_message(),
+                                   status.error_code() == grpc::StatusCode::UNAVAILABLE
+                                       ? absl::StrCat(" (", TlsHint(tls_), ")")
+                                       : ""));
 }
 
 PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credentials,
