@@ -17,6 +17,7 @@
 #include "common/byte_size.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
+#include "proto/tls.h"
 #include "server/coordinator_service.h"
 #include "common/memory_reuse.h"
 #include "server/parameter_server_service.h"
@@ -38,9 +39,10 @@ std::string DefaultAdvertise(const std::string& listen, int port) {
 
 // Offers this server's shard to the coordinator, retrying while it starts up.
 bool JoinCoordinator(const std::string& coordinator, const std::string& advertise,
-                     const testbed::Credentials& credentials, int timeout_s) {
+                     const testbed::Credentials& credentials, const testbed::Tls& tls,
+                     int timeout_s) {
   auto stub = testbed::proto::Coordinator::NewStub(
-      grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(coordinator, testbed::ChannelCredentials(tls)));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   while (true) {
     grpc::ClientContext context;
@@ -58,7 +60,10 @@ bool JoinCoordinator(const std::string& coordinator, const std::string& advertis
     if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
         st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
         std::chrono::steady_clock::now() > give_up) {
-      spdlog::critical("cannot join the coordinator at {}: {}", coordinator, st.error_message());
+      const bool unreachable = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                               st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+      spdlog::critical("cannot join the coordinator at {}: {}{}", coordinator, st.error_message(),
+                       unreachable ? " (" + testbed::TlsHint(tls) + ")" : "");
       return false;
     }
   }
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
   int heartbeat_timeout_s = 10;
   int join_timeout_s = 120;
   testbed::ParameterStore::Options store_options;
+  testbed::TlsFlags tls_flags;
   // Sizes as people write them: 4096, 64KiB, 12GiB, 1GB (common/byte_size.h).
   const auto byte_size = [](const std::string& flag, std::int64_t& into) {
     return [flag, &into](const std::string& text) {
@@ -120,6 +126,7 @@ int main(int argc, char** argv) {
       "machine's memory, " +
           memory_default + ", or --max-tensor-bytes if more)")
       ->type_name("SIZE");
+  testbed::AddTlsFlags(app, tls_flags);
   CLI11_PARSE(app, argc, argv);
   if (app.count("--max-total-tensor-bytes") == 0) {  // raising one tensor's limit raises both
     store_options.max_total_bytes =
@@ -131,6 +138,14 @@ int main(int argc, char** argv) {
   if (!credentials.ok()) {
     spdlog::critical("{}", credentials.status().ToString());
     return 2;
+  }
+  absl::StatusOr<testbed::Tls> tls = testbed::LoadTls(tls_flags, /*need_identity=*/true);
+  if (!tls.ok()) {
+    spdlog::critical("{}", std::string(tls.status().message()));
+    return 2;
+  }
+  if (const std::string warning = testbed::PlaintextWarning(*tls, listen); !warning.empty()) {
+    spdlog::warn("{}", warning);
   }
   testbed::ParameterStore store(store_options);
   testbed::ParameterServerService parameter_server(store, *credentials);
@@ -154,7 +169,7 @@ int main(int argc, char** argv) {
 
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, testbed::ServerCredentials(*tls), &port);
   builder.RegisterService(&parameter_server);
   builder.SetMaxReceiveMessageSize(16 << 20);  // chunks of 4 MiB plus framing
   if (join.empty()) builder.RegisterService(&coordinator);
@@ -164,17 +179,22 @@ int main(int argc, char** argv) {
     server = builder.BuildAndStart();
   }
   if (!server || port == 0) {
-    spdlog::critical("cannot listen on {}", listen);
+    spdlog::critical("cannot listen on {}{}", listen,
+                     tls->enabled ? " (or the TLS certificate and key do not match)" : "");
     return 1;
   }
   if (advertise.empty()) advertise = DefaultAdvertise(listen, port);
   coordinator.SetOwnShardAddress(advertise);
   spdlog::info("testbed-server {} listening on port {} for job {}; parameter-server shard at {}",
                TESTBED_VERSION, port, credentials->job_id, advertise);
+  spdlog::info("{}", !tls->enabled     ? "TLS off"
+                     : tls->ca.empty() ? "TLS on (any client; the token alone admits calls)"
+                                       : "mutual TLS on: clients need a certificate signed by "
+                                         "--tls-ca");
   spdlog::info("the shard holds at most {} per tensor and {} in all",
                testbed::HumanBytes(static_cast<double>(store.max_tensor_bytes())),
                testbed::HumanBytes(static_cast<double>(store.max_total_bytes())));
-  if (!join.empty() && !JoinCoordinator(join, advertise, *credentials, join_timeout_s)) {
+  if (!join.empty() && !JoinCoordinator(join, advertise, *credentials, *tls, join_timeout_s)) {
     server->Shutdown();
     return 1;
   }

@@ -97,7 +97,7 @@ absl::Status ControlHandlers::MakeTransport(const proto::Prepare& prepare) {
     e.parameter_server = std::make_unique<PsClient>(
         std::vector<std::string>(prepare.shard_addresses().begin(),
                                  prepare.shard_addresses().end()),
-        options_.credentials, Timeout(e.spec));
+        options_.credentials, Timeout(e.spec), options_.tls);
   }
   UcxOptions ucx;
   ucx.wait_timeout = Timeout(e.spec);

@@ -17,13 +17,17 @@ namespace testbed {
 absl::Status PsClient::ShardError(std::size_t shard, const grpc::Status& status) const {
   return absl::Status(FromGrpcStatus(status).code(),
                       absl::StrCat("parameter server shard ", shard, " at ", addresses_[shard],
-                                   ": ", status.error_message()));
+                                   ": ", status.error_message(),
+                                   status.error_code() == grpc::StatusCode::UNAVAILABLE
+                                       ? absl::StrCat(" (", TlsHint(tls_), ")")
+                                       : ""));
 }
 
 PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credentials,
-                   std::chrono::milliseconds timeout)
+                   std::chrono::milliseconds timeout, Tls tls)
     : addresses_(std::move(shard_addresses)),
       credentials_(std::move(credentials)),
+      tls_(std::move(tls)),
       timeout_(timeout),
       traffic_(addresses_.size()) {
   Connect();
@@ -38,8 +42,9 @@ void PsClient::Connect() {
   push_pull_.clear();
   stubs_.clear();
   channels_.clear();
+  const std::shared_ptr<grpc::ChannelCredentials> channel_credentials = ChannelCredentials(tls_);
   for (const std::string& address : addresses_) {
-    channels_.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    channels_.push_back(grpc::CreateCustomChannel(address, channel_credentials, args));
     stubs_.push_back(proto::ParameterServer::NewStub(channels_.back()));
     push_pull_.emplace_back(push_pull_method_.c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
                             channels_.back());

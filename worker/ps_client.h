@@ -19,6 +19,7 @@
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
 #include "proto/lent_slices.h"
+#include "proto/tls.h"
 
 namespace testbed {
 
@@ -30,8 +31,9 @@ struct ShardTraffic {
 class PsClient {
  public:
   // One address per shard, in shard order. Calls fail after `timeout`.
+  // Channels use TLS when `tls` is on (proto/tls.h).
   PsClient(std::vector<std::string> shard_addresses, Credentials credentials,
-           std::chrono::milliseconds timeout);
+           std::chrono::milliseconds timeout, Tls tls = {});
   ~PsClient();
 
   // Declares `tensor` on every shard and learns each shard's slice.
@@ -68,6 +70,7 @@ class PsClient {
 
   std::vector<std::string> addresses_;
   Credentials credentials_;
+  Tls tls_;
   std::chrono::milliseconds timeout_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;  // by shard
   std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;  // on channels_

@@ -98,7 +98,7 @@ void WorkerDaemon::Stop() {
 
 int WorkerDaemon::Run() {
   State& s = *state_;
-  auto channel = grpc::CreateChannel(options_.coordinator, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(options_.coordinator, ChannelCredentials(options_.tls));
   if (std::optional<int> code = s.AwaitCoordinator(*channel)) return *code;
   ControlHandlers handlers(options_, s);
   if (!s.Attach(channel, handlers)) return 1;
@@ -115,12 +115,13 @@ int WorkerDaemon::Run() {
 
 std::optional<int> WorkerDaemon::State::AwaitCoordinator(grpc::Channel& channel) {
   const auto give_up = std::chrono::system_clock::now() + options.connect_timeout;
-  spdlog::info("connecting to the coordinator at {}", options.coordinator);
+  spdlog::info("connecting to the coordinator at {}{}", options.coordinator,
+               options.tls.enabled ? " over TLS" : "");
   while (!channel.WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(1))) {
     if (stop_requested) return 0;
     if (std::chrono::system_clock::now() > give_up) {
-      spdlog::error("cannot reach the coordinator at {} after {} s", options.coordinator,
-                    options.connect_timeout.count());
+      spdlog::error("cannot reach the coordinator at {} after {} s ({})", options.coordinator,
+                    options.connect_timeout.count(), TlsHint(options.tls));
       return 1;
     }
   }

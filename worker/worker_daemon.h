@@ -20,12 +20,14 @@
 #include <string>
 
 #include "proto/credentials.h"
+#include "proto/tls.h"
 
 namespace testbed {
 
 struct WorkerOptions {
   std::string coordinator;  // host:port
   Credentials credentials;
+  Tls tls;  // for the coordinator and the parameter-server shards; off: plaintext
   std::chrono::seconds connect_timeout{120};  // for the coordinator to come up
   std::string peer_error_handling = "auto";   // auto, on, off (UCX endpoints)
   std::string net_device;  // for wire bytes; empty: the one UCX_NET_DEVICES names

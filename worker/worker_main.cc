@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
                  "This worker's own network interface, whose counters give wire bytes "
                  "(default: the one device UCX_NET_DEVICES names; 'none' for none; loopback "
                  "never counts, since all local ranks share it)");
+  testbed::TlsFlags tls_flags;
+  testbed::AddTlsFlags(app, tls_flags);
   CLI11_PARSE(app, argc, argv);
   // UCX's TCP transport moves data in 8 KiB (send) and 64 KiB (receive)
   // segments by default; 256 KiB raised ring's bus bandwidth at 16 MiB by
@@ -59,6 +61,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.credentials = *credentials;
+  absl::StatusOr<testbed::Tls> tls = testbed::LoadTls(tls_flags, /*need_identity=*/false);
+  if (!tls.ok()) {
+    spdlog::critical("{}", std::string(tls.status().message()));
+    return 2;
+  }
+  options.tls = *std::move(tls);
+  if (const std::string warning = testbed::PlaintextWarning(options.tls, options.coordinator);
+      !warning.empty()) {
+    spdlog::warn("{}", warning);
+  }
 
   // One daemon per attachment: a coordinator that goes away and comes back
   // gets a fresh one, after a backoff a signal cuts short.

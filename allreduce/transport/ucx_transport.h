@@ -161,8 +161,8 @@ class UcxTransport final : public Transport {
     // Memory UCX cannot reach travels through host memory: a send's bytes
     // are copied out before posting, a receive's are delivered after
     // WaitAll() into `deliver_to` by the memory's own operations.
-    Allocation staging;
-    MutableBuffer deliver_to;
+    Allocation staging{};
+    MutableBuffer deliver_to{};
   };
 
   UcxTransport(int rank, int world_size, UcxOptions options);

@@ -10,17 +10,19 @@
 namespace testbed {
 
 absl::Status SubmitExperiment(const std::string& coordinator, const Credentials& credentials,
+                              const Tls& tls,
                               const proto::ExperimentSpec& spec, int wait_for_workers_s,
                               grpc::ClientContext& context, const RowHandler& on_row,
                               std::ostream& progress) {
-  auto channel = grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(coordinator, ChannelCredentials(tls));
   // In swarm or Kubernetes the client may start beside the coordinator: give
   // it as long to come up as the workers get to attach.
   const int connect_s = std::max(10, wait_for_workers_s);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() +
                                  std::chrono::seconds(connect_s))) {
     return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", coordinator,
-                                               " within ", connect_s, " s"));
+                                               " within ", connect_s, " s (", TlsHint(tls),
+                                               ")"));
   }
   auto stub = proto::Coordinator::NewStub(channel);
   AttachCredentials(credentials, context);

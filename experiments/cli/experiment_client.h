@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "proto/credentials.h"
 #include "proto/experiment.pb.h"
+#include "proto/tls.h"
 
 namespace testbed {
 
@@ -18,8 +19,10 @@ using RowHandler = std::function<void(const proto::ResultRow&)>;
 
 // Blocks until the experiment ends. `context` is the caller's, so another
 // thread can TryCancel() it (Ctrl-C). The error, if any, is the coordinator's
-// own message: it names a lost rank when one was lost.
+// own message: it names a lost rank when one was lost. The channel uses TLS
+// when `tls` is on.
 absl::Status SubmitExperiment(const std::string& coordinator, const Credentials& credentials,
+                              const Tls& tls,
                               const proto::ExperimentSpec& spec, int wait_for_workers_s,
                               grpc::ClientContext& context, const RowHandler& on_row,
                               std::ostream& progress);

@@ -124,7 +124,7 @@ class RowSink {
 // Submits one spec and records its rows. An error is returned as a status.
 absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
                              const std::string& coordinator, const Credentials& credentials,
-                             int wait_for_workers_s, const std::string& deployment,
+                             const Tls& tls, int wait_for_workers_s, const std::string& deployment,
                              Interrupter& interrupter, RowSink& sink) {
   ResultsFile results_file;
   if (!flags.out.empty()) {
@@ -135,7 +135,7 @@ absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::Experime
   interrupter.SetCurrent(&context);
   absl::Status write_error;
   const absl::Status status = SubmitExperiment(
-      coordinator, credentials, spec, wait_for_workers_s, context,
+      coordinator, credentials, tls, spec, wait_for_workers_s, context,
       [&](const proto::ResultRow& measured) {
         proto::ResultRow row = measured;
         if (model) AddModelTime(spec, *model, row);
@@ -187,6 +187,7 @@ CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
                   "Folder for the daemons' logs (default: a new one under /tmp, removed after "
                   "a successful run)");
   cmd->add_flag("--keep-logs", options.keep_logs, "Keep the log folder after a successful run");
+  AddTlsFlags(*cmd, options.tls);
   cmd->footer(
       "Examples:\n"
       "  testbed local --workers 4 --algorithms naive,ring,tree,butterfly --sizes 4KiB:16MiB\n"
@@ -194,6 +195,7 @@ CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
       "  testbed local --spec experiments/specs/quick.textproto --format json\n"
       "  sudo testbed local --network netns --link-rate 1gbit -n 2,4,8 -s 64KiB:64MiB --out r.jsonl\n"
       "  sudo testbed local --spec experiments/specs/traffic_tradeoffs.textproto --out r.jsonl\n"
+      "  testbed local --tls-dir certs/ -n 2 -a ring,ps -s 4KiB   (certs valid for 127.0.0.1)\n"
       "With --out R.jsonl a run also writes R.md, the course table of every run in R.jsonl\n"
       "(testbed report R.jsonl prints it again).");
   return cmd;
@@ -211,6 +213,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   AddExperimentFlags(*cmd, options.experiment);
+  AddTlsFlags(*cmd, options.tls);
   return cmd;
 }
 
@@ -219,7 +222,7 @@ namespace {
 // One cluster (one N of a sweep): start it - on loopback or in an emulated
 // cluster - submit, stop it. Returns the exit code.
 int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec,
-                  const Credentials& credentials, const std::string& log_dir,
+                  const Credentials& credentials, const Tls& tls, const std::string& log_dir,
                   Interrupter& interrupter, RowSink& sink) {
   const int servers = UsesParameterServer(spec) ? static_cast<int>(spec.servers()) : 1;
   const int workers = static_cast<int>(spec.workers());
@@ -246,7 +249,7 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
               << std::endl;
   }
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
-      LocalCluster::Start({workers, servers, "", log_dir, fabric.get()});
+      LocalCluster::Start({workers, servers, "", log_dir, fabric.get(), options.tls});
   if (!cluster.ok()) {
     std::cerr << "error: " << cluster.status().message() << "\n";
     return 1;
@@ -273,7 +276,7 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
     }
   });
   const absl::Status status =
-      SubmitAndRecord(options.experiment, spec, c.coordinator(), credentials,
+      SubmitAndRecord(options.experiment, spec, c.coordinator(), credentials, tls,
                       /*wait_for_workers_s=*/30, deployment, interrupter, sink);
   int code = ExitCode(status, interrupter);
   finished = true;
@@ -333,6 +336,12 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     // (a container bridge, say), which makes runs hard to compare.
     setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
   }
+  // The daemons it starts listen with these, so they need a certificate.
+  const absl::StatusOr<Tls> tls = LoadTls(options.tls, /*need_identity=*/true);
+  if (!tls.ok()) {
+    std::cerr << "error: " << tls.status().message() << "\n";
+    return 2;
+  }
   if (!CanWriteResults(options.experiment.out)) return 2;
   // One job per run: the daemons inherit these, and nothing else can join.
   const Credentials credentials{absl::StrCat("local-", getpid()), RandomHex(16)};
@@ -362,7 +371,7 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     one.set_workers(n);
     one.clear_worker_counts();
     if (counts.size() > 1) std::cerr << "testbed local: N = " << n << std::endl;
-    code = RunOneCluster(options, one, credentials, log_dir, interrupter, sink);
+    code = RunOneCluster(options, one, credentials, *tls, log_dir, interrupter, sink);
     if (code != 0) break;
   }
   sink.PrintTable();
@@ -404,13 +413,21 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
     std::cerr << "error: " << credentials.status().message() << "\n";
     return 2;
   }
+  const absl::StatusOr<Tls> tls = LoadTls(options.tls, /*need_identity=*/false);
+  if (!tls.ok()) {
+    std::cerr << "error: " << tls.status().message() << "\n";
+    return 2;
+  }
+  if (const std::string warning = PlaintextWarning(*tls, options.coordinator); !warning.empty()) {
+    std::cerr << "testbed run: warning: " << warning << "\n";
+  }
   if (!CanWriteResults(options.experiment.out)) return 2;
   Interrupter interrupter;
   SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
   RowSink sink(options.experiment);
   const absl::Status status = SubmitAndRecord(
-      options.experiment, *spec, options.coordinator, *credentials, options.wait_for_workers_s,
-      absl::StrCat("daemons at ", options.coordinator), interrupter, sink);
+      options.experiment, *spec, options.coordinator, *credentials, *tls,
+      options.wait_for_workers_s, absl::StrCat("daemons at ", options.coordinator), interrupter, sink);
   sink.PrintTable();
   const int code = ExitCode(status, interrupter);
   if (code == 0 && !options.experiment.out.empty()) {

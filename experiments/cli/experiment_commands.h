@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/experiment_flags.h"
+#include "proto/tls.h"
 
 namespace testbed {
 
@@ -15,12 +16,14 @@ struct LocalOptions {
   ExperimentFlags experiment;
   std::string log_dir;    // default: a fresh folder under /tmp, removed on success
   bool keep_logs = false;
+  TlsFlags tls;           // for the daemons it starts and its own channel
 };
 
 struct RunOptions {
   ExperimentFlags experiment;
   std::string coordinator;  // HOST:PORT
   int wait_for_workers_s = 60;
+  TlsFlags tls;
 };
 
 CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options);

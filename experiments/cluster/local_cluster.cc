@@ -102,7 +102,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     return absl::InvalidArgumentError("the emulated cluster has too few nodes");
   }
   // Where daemon `node` runs and listens: loopback, or its own namespace.
+  const std::vector<std::string> tls_args = options.tls.AsArgs();
   const auto placed = [&](int node, std::vector<std::string> argv) {
+    argv.insert(argv.end(), tls_args.begin(), tls_args.end());
     if (options.fabric == nullptr) return argv;
     std::vector<std::string> full = options.fabric->ExecPrefix(node);
     full.insert(full.end(), argv.begin(), argv.end());

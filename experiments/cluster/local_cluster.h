@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "experiments/cluster/netns_fabric.h"
+#include "proto/tls.h"
 
 namespace testbed {
 
@@ -30,6 +31,7 @@ struct LocalClusterOptions {
   std::string bin_dir;  // where testbed-server and testbed-worker are
   std::string log_dir;  // one log file per daemon
   const NetnsFabric* fabric = nullptr;  // null: loopback; else its nodes (servers + workers)
+  TlsFlags tls;  // passed on to every daemon; none: plaintext
   // Environment for the daemons (job id, token, UCX_TLS...) is inherited.
 };
 
