@@ -5,7 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/report_command.h"
-#include "experiments/cli/experiment_commands.h"
+#include "experiments/cli/local_command.h"
+#include "experiments/cli/run_command.h"
 #include "experiments/cli/fit_command.h"
 #include "experiments/cli/model_command.h"
 #include "experiments/cli/trace_command.h"

@@ -1,4 +1,4 @@
-#include "experiments/cli/experiment_commands.h"
+#include "experiments/cli/local_command.h"
 
 #include <unistd.h>
 
@@ -22,157 +22,13 @@
 #include "common/link_units.h"
 #include "experiments/cluster/local_cluster.h"
 #include "experiments/cluster/netns_fabric.h"
-#include "experiments/results/results_output.h"
 #include "proto/spec.h"
 #include "common/signal_waiter.h"
 
+#include "experiments/cli/submission.h"
+
 namespace testbed {
 namespace fs = std::filesystem;
-
-namespace {
-
-constexpr int kInterrupted = 130;
-
-std::string RandomHex(int bytes) {
-  std::random_device random;
-  std::string out;
-  for (int i = 0; i < bytes; ++i) absl::StrAppend(&out, absl::Hex(random() & 0xff, absl::kZeroPad2));
-  return out;
-}
-
-// Ctrl-C cancels whichever submission is in flight; a sweep over N makes one
-// per cluster, each with its own gRPC context.
-class Interrupter {
- public:
-  void Interrupt() {
-    std::lock_guard lock(mu_);
-    interrupted_ = true;
-    if (current_ != nullptr) current_->TryCancel();
-  }
-  // Cancels `context` now if an interrupt came before it was set.
-  void SetCurrent(grpc::ClientContext* context) {
-    std::lock_guard lock(mu_);
-    current_ = context;
-    if (interrupted_ && current_ != nullptr) current_->TryCancel();
-  }
-  void CancelCurrent() {
-    std::lock_guard lock(mu_);
-    if (current_ != nullptr) current_->TryCancel();
-  }
-  bool interrupted() const {
-    std::lock_guard lock(mu_);
-    return interrupted_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  bool interrupted_ = false;
-  grpc::ClientContext* current_ = nullptr;
-};
-
-// The cost model a spec asks for: alpha and the link rate; none without a rate.
-std::optional<LinkModel> SpecLinkModel(const proto::ExperimentSpec& spec) {
-  if (spec.link_rate().empty()) return std::nullopt;
-  const auto rate = ParseLinkRate(spec.link_rate());
-  const auto alpha = ParseDuration(spec.model_alpha().empty() ? "0" : spec.model_alpha());
-  if (!rate.ok() || !alpha.ok()) return std::nullopt;
-  return LinkModel{*alpha, 8.0 / *rate};
-}
-
-void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
-                  proto::ResultRow& row) {
-  const auto type = ParseDataType(row.dtype().empty() ? spec.dtype() : row.dtype());
-  if (!type) return;
-  const auto estimate = EstimateAlgorithm(row.algorithm(), static_cast<int>(row.workers()),
-                                          static_cast<int>(std::max<std::uint32_t>(1, row.servers())),
-                                          row.bytes(), static_cast<std::int64_t>(ElementSize(*type)),
-                                          link);
-  if (estimate.ok()) row.set_model_time_us(estimate->time_s * 1e6);
-}
-
-// Every row of a run (all N of a sweep): printed as it comes (json), kept
-// for the table, appended to the results file.
-class RowSink {
- public:
-  explicit RowSink(const ExperimentFlags& flags)
-      : format_(*ParseOutputFormat(flags.format)), table_(ResultColumns()) {}
-
-  void Add(const proto::ResultRow& row) {
-    table_.AddRow(ResultCells(row));
-    any_ps_ |= row.servers() > 0;
-    any_wire_ |= row.wire_bytes_sent_size() > 0;
-    any_model_ |= row.has_model_time_us();
-    if (format_ == OutputFormat::kJson) {
-      std::cout << JsonObject(table_.columns(), table_.rows().back()) << std::endl;
-    }
-  }
-
-  void PrintTable() const {
-    if (table_.rows().empty()) return;
-    if (format_ == OutputFormat::kCsv) table_.Print(format_, std::cout);
-    if (format_ == OutputFormat::kTable) {
-      table_.Select(TableColumns(any_ps_, any_wire_, any_model_)).Print(format_, std::cout);
-    }
-  }
-
- private:
-  OutputFormat format_;
-  Table table_;
-  bool any_ps_ = false, any_wire_ = false, any_model_ = false;
-};
-
-// Submits one spec and records its rows. An error is returned as a status.
-absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
-                             const std::string& coordinator, const Credentials& credentials,
-                             const Tls& tls, int wait_for_workers_s, const std::string& deployment,
-                             Interrupter& interrupter, RowSink& sink) {
-  ResultsFile results_file;
-  if (!flags.out.empty()) {
-    if (absl::Status st = results_file.Open(flags.out, spec, deployment); !st.ok()) return st;
-  }
-  const std::optional<LinkModel> model = SpecLinkModel(spec);
-  grpc::ClientContext context;
-  interrupter.SetCurrent(&context);
-  absl::Status write_error;
-  const absl::Status status = SubmitExperiment(
-      coordinator, credentials, tls, spec, wait_for_workers_s, context,
-      [&](const proto::ResultRow& measured) {
-        proto::ResultRow row = measured;
-        if (model) AddModelTime(spec, *model, row);
-        sink.Add(row);
-        if (!results_file.is_open() || !write_error.ok()) return;
-        write_error = results_file.Append(row);
-        // Measuring on with nowhere to keep the results only wastes the run.
-        if (!write_error.ok()) context.TryCancel();
-      },
-      std::cerr);
-  interrupter.SetCurrent(nullptr);
-  return write_error.ok() ? status : write_error;
-}
-
-// Whether --out (if given) can be appended to; says why not. Checked before
-// anything starts, so a typo costs no run.
-bool CanWriteResults(const std::string& out) {
-  if (out.empty()) return true;
-  if (std::ofstream(out, std::ios::app)) return true;
-  std::cerr << "error: cannot write " << out << "\n";
-  return false;
-}
-
-// The exit code for a submission's status.
-int ExitCode(const absl::Status& status, const Interrupter& interrupter) {
-  if (interrupter.interrupted()) {
-    std::cerr << "testbed: interrupted\n";
-    return kInterrupted;
-  }
-  if (!status.ok()) {
-    std::cerr << "error: experiment failed: " << status.message() << "\n";
-    return 1;
-  }
-  return 0;
-}
-
-}  // namespace
 
 CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
   CLI::App* cmd = app.add_subcommand(
@@ -198,22 +54,6 @@ CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
       "  testbed local --tls-dir certs/ -n 2 -a ring,ps -s 4KiB   (certs valid for 127.0.0.1)\n"
       "With --out R.jsonl a run also writes R.md, the course table of every run in R.jsonl\n"
       "(testbed report R.jsonl prints it again).");
-  return cmd;
-}
-
-CLI::App* AddRunCommand(CLI::App& app, RunOptions& options) {
-  CLI::App* cmd = app.add_subcommand(
-      "run",
-      "Submit an experiment to a running coordinator (compose, several hosts) and print one row "
-      "per (algorithm, size). TESTBED_JOB_ID and TESTBED_TOKEN must match the daemons'.");
-  cmd->add_option("-c,--coordinator", options.coordinator, "The coordinator's HOST:PORT")
-      ->required();
-  cmd->add_option("--wait-for-workers", options.wait_for_workers_s,
-                  "Seconds to wait for N workers to attach")
-      ->check(CLI::Range(1, 3600))
-      ->capture_default_str();
-  AddExperimentFlags(*cmd, options.experiment);
-  AddTlsFlags(*cmd, options.tls);
   return cmd;
 }
 
@@ -388,50 +228,6 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     fs::remove_all(log_dir);
   } else if (code != 0) {
     std::cerr << "testbed local: the daemons' logs are in " << log_dir << "\n";
-  }
-  return code;
-}
-
-int RunRun(const RunOptions& options, const CLI::App& command) {
-  absl::StatusOr<proto::ExperimentSpec> spec = BuildSpec(options.experiment, command);
-  if (!spec.ok()) {
-    std::cerr << "error: " << spec.status().message() << "\n";
-    return 2;
-  }
-  if (spec->worker_counts_size() > 1) {
-    std::cerr << "error: a sweep over N (" << spec->worker_counts_size()
-              << " worker counts) needs testbed local; running daemons are one N\n";
-    return 2;
-  }
-  if (spec->network() != "loopback") {
-    std::cerr << "error: --network places the daemons of testbed local; testbed run uses the "
-                 "daemons already running\n";
-    return 2;
-  }
-  absl::StatusOr<Credentials> credentials = CredentialsFromEnvironment();
-  if (!credentials.ok()) {
-    std::cerr << "error: " << credentials.status().message() << "\n";
-    return 2;
-  }
-  const absl::StatusOr<Tls> tls = LoadTls(options.tls, /*need_identity=*/false);
-  if (!tls.ok()) {
-    std::cerr << "error: " << tls.status().message() << "\n";
-    return 2;
-  }
-  if (const std::string warning = PlaintextWarning(*tls, options.coordinator); !warning.empty()) {
-    std::cerr << "testbed run: warning: " << warning << "\n";
-  }
-  if (!CanWriteResults(options.experiment.out)) return 2;
-  Interrupter interrupter;
-  SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
-  RowSink sink(options.experiment);
-  const absl::Status status = SubmitAndRecord(
-      options.experiment, *spec, options.coordinator, *credentials, *tls,
-      options.wait_for_workers_s, absl::StrCat("daemons at ", options.coordinator), interrupter, sink);
-  sink.PrintTable();
-  const int code = ExitCode(status, interrupter);
-  if (code == 0 && !options.experiment.out.empty()) {
-    std::cerr << "results appended to " << options.experiment.out << "\n";
   }
   return code;
 }

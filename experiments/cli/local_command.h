@@ -1,6 +1,7 @@
-// `testbed local` (start the daemons on loopback, then run) and `testbed run`
-// (submit to daemons already running: compose, several hosts). Both submit
-// the same ExperimentSpec to the same coordinator and print the same rows.
+// `testbed local`: start a coordinator, parameter-server shards and N workers
+// as child processes - on loopback, or each in its own network namespace
+// behind a rate-limited link - submit the experiment to them as `testbed run`
+// would, and remove everything it started, also on failure and Ctrl-C.
 #pragma once
 
 #include <string>
@@ -19,16 +20,7 @@ struct LocalOptions {
   TlsFlags tls;           // for the daemons it starts and its own channel
 };
 
-struct RunOptions {
-  ExperimentFlags experiment;
-  std::string coordinator;  // HOST:PORT
-  int wait_for_workers_s = 60;
-  TlsFlags tls;
-};
-
 CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options);
-CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
 int RunLocal(const LocalOptions& options, const CLI::App& command);
-int RunRun(const RunOptions& options, const CLI::App& command);
 
 }  // namespace testbed

@@ -1,0 +1,105 @@
+// What `testbed local` and `testbed run` share once they have a coordinator:
+// submitting the spec, printing and recording its rows, Ctrl-C, exit codes.
+//
+// Thread-safety: an Interrupter is called from a signal thread and the main
+// thread; a RowSink and the functions belong to the main thread.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include <grpcpp/client_context.h>
+
+#include "absl/status/status.h"
+#include "experiments/cli/experiment_flags.h"
+#include "experiments/results/result_row.h"
+#include "experiments/results/results_output.h"
+#include "experiments/results/table.h"
+#include "proto/credentials.h"
+#include "proto/experiment.pb.h"
+#include "proto/tls.h"
+
+namespace testbed {
+
+// The exit code of an interrupted run (128 + SIGINT, as shells report it).
+inline constexpr int kInterrupted = 130;
+
+// `bytes` random bytes as hex: a job token nobody else knows.
+std::string RandomHex(int bytes);
+
+// Ctrl-C cancels whichever submission is in flight; a sweep over N makes one
+// per cluster, each with its own gRPC context.
+class Interrupter {
+ public:
+  void Interrupt() {
+    std::lock_guard lock(mu_);
+    interrupted_ = true;
+    if (current_ != nullptr) current_->TryCancel();
+  }
+  // Cancels `context` now if an interrupt came before it was set.
+  void SetCurrent(grpc::ClientContext* context) {
+    std::lock_guard lock(mu_);
+    current_ = context;
+    if (interrupted_ && current_ != nullptr) current_->TryCancel();
+  }
+  void CancelCurrent() {
+    std::lock_guard lock(mu_);
+    if (current_ != nullptr) current_->TryCancel();
+  }
+  bool interrupted() const {
+    std::lock_guard lock(mu_);
+    return interrupted_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  bool interrupted_ = false;
+  grpc::ClientContext* current_ = nullptr;
+};
+
+
+// Every row of a run (all N of a sweep): printed as it comes (json), kept
+// for the table, appended to the results file.
+class RowSink {
+ public:
+  explicit RowSink(const ExperimentFlags& flags)
+      : format_(*ParseOutputFormat(flags.format)), table_(ResultColumns()) {}
+
+  void Add(const proto::ResultRow& row) {
+    table_.AddRow(ResultCells(row));
+    any_ps_ |= row.servers() > 0;
+    any_wire_ |= row.wire_bytes_sent_size() > 0;
+    any_model_ |= row.has_model_time_us();
+    if (format_ == OutputFormat::kJson) {
+      std::cout << JsonObject(table_.columns(), table_.rows().back()) << std::endl;
+    }
+  }
+
+  void PrintTable() const {
+    if (table_.rows().empty()) return;
+    if (format_ == OutputFormat::kCsv) table_.Print(format_, std::cout);
+    if (format_ == OutputFormat::kTable) {
+      table_.Select(TableColumns(any_ps_, any_wire_, any_model_)).Print(format_, std::cout);
+    }
+  }
+
+ private:
+  OutputFormat format_;
+  Table table_;
+  bool any_ps_ = false, any_wire_ = false, any_model_ = false;
+};
+
+// Submits one spec and records its rows. An error is returned as a status.
+absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
+                             const std::string& coordinator, const Credentials& credentials,
+                             const Tls& tls, int wait_for_workers_s, const std::string& deployment,
+                             Interrupter& interrupter, RowSink& sink);
+
+// Whether --out (if given) can be appended to; says why not. Checked before
+// anything starts, so a typo costs no run.
+bool CanWriteResults(const std::string& out);
+
+// The exit code for a submission's status.
+int ExitCode(const absl::Status& status, const Interrupter& interrupter);
+
+}  // namespace testbed
