@@ -6,6 +6,10 @@ script=$1
 build=$2
 out=$(SAMPLE_EVERY=4 "$script" "$build" 12 2 2>&1) || { echo "$out"; echo "soak.sh failed"; exit 1; }
 fail() { echo "$out"; echo "soak_test: $1"; exit 1; }
+# Nothing but the CSV on stdout (the daemons log to their own files), and the
+# progress counts the experiments.
+grep -qE '^\[' <<<"$out" && fail "daemon log lines mixed into the output"
+grep -q "soak.sh: 12 of 12 experiments" <<<"$out" || fail "progress does not count experiments"
 # 3 samples of 3 daemons.
 [[ $(grep -cE '^(4|8|12),(server|worker-[01]),[0-9]+,[0-9]+,[0-9]+,[0-9]+$' <<<"$out") == 9 ]] ||
   fail "expected 9 samples"

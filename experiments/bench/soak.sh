@@ -35,23 +35,23 @@ TESTBED_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 export TESTBED_TOKEN
 
 "$build/server/testbed-server" --listen 127.0.0.1:0 --port-file "$work/port" \
-  2>"$work/server.log" &
+  >"$work/server.log" 2>&1 &
 pids+=($!)
 names=(server)
 for _ in $(seq 1 100); do [[ -s "$work/port" ]] && break; sleep 0.1; done
 [[ -s "$work/port" ]] || { echo "soak.sh: the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
 coordinator="127.0.0.1:$(cat "$work/port")"
 for w in $(seq 0 $((workers - 1))); do
-  "$build/worker/testbed-worker" --coordinator "$coordinator" 2>"$work/worker-$w.log" &
+  "$build/worker/testbed-worker" --coordinator "$coordinator" >"$work/worker-$w.log" 2>&1 &
   pids+=($!)
   names+=("worker-$w")
 done
 
 declare -A first_rss
 sample() {
-  local done_count=$1
-  for i in "${!pids[@]}"; do
-    local pid=${pids[$i]} name=${names[$i]}
+  local done_count=$1 d
+  for d in "${!pids[@]}"; do
+    local pid=${pids[$d]} name=${names[$d]}
     [[ -d /proc/$pid ]] || { echo "soak.sh: $name (pid $pid) died" >&2; exit 1; }
     local rss threads fds
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
