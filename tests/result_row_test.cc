@@ -150,6 +150,28 @@ TEST(ResultRowTest, TheReferenceResultsStillRead) {
   }
 }
 
+// The one estimate behind fit, the course table and model_time_us.
+TEST(ResultRowTest, EstimateRowReadsTheRowsAlgorithmSizeShardsAndDtype) {
+  const LinkModel link{1e-6, 1e-9};
+  proto::ResultRow row = FullRow();  // ps, N = 4, 1 MiB, float64, S = 2
+  const auto estimate = EstimateRow(row, link);
+  ASSERT_TRUE(estimate.ok()) << estimate.status();
+  const CostEstimate direct = EstimateParameterServer(4, 2, 1 << 20, 8, link);
+  EXPECT_EQ(estimate->bottleneck_bytes, direct.bottleneck_bytes);
+  row.set_servers(0);  // no shards recorded: one
+  EXPECT_EQ(EstimateRow(row, link)->bottleneck_bytes,
+            EstimateParameterServer(4, 1, 1 << 20, 8, link).bottleneck_bytes);
+  row.clear_dtype();  // absent: float32
+  EXPECT_EQ(EstimateRow(row, link)->bottleneck_bytes,
+            EstimateParameterServer(4, 1, 1 << 20, 4, link).bottleneck_bytes);
+  row.set_dtype("bfloat16");
+  EXPECT_NE(EstimateRow(row, link).status().message().find("unknown dtype 'bfloat16'"),
+            std::string::npos);
+  row.set_dtype("float32");
+  row.set_algorithm("hypercube");
+  EXPECT_FALSE(EstimateRow(row, link).ok());
+}
+
 TEST(ResultsFileTest, AFullDiskFailsAtOnceNamingThePathAndTheReason) {
   ResultsFile file;
   const absl::Status opened = file.Open("/dev/full", proto::ExperimentSpec(), "test");

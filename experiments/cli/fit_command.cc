@@ -56,14 +56,10 @@ int RunFit(const std::vector<proto::ResultRow>& rows, const std::string& format_
   std::map<std::pair<std::string, std::string>, Group> groups;
   std::vector<std::pair<std::string, std::string>> order;  // first appearance
   for (const proto::ResultRow& row : rows) {
-    const auto type = ParseDataType(row.dtype().empty() ? "float32" : row.dtype());
-    const std::int64_t element = type ? static_cast<std::int64_t>(ElementSize(*type)) : 1;
-    const absl::StatusOr<CostEstimate> e =
-        EstimateAlgorithm(row.algorithm(), static_cast<int>(row.workers()),
-                          static_cast<int>(std::max<std::uint32_t>(1, row.servers())), row.bytes(),
-                          element, LinkModel{});
+    const absl::StatusOr<CostEstimate> e = EstimateRow(row, LinkModel{});
     if (!e.ok()) {
-      err << "warning: skipping rows of unknown algorithm '" << row.algorithm() << "'\n";
+      err << "warning: skipping a row of " << row.algorithm() << ": " << e.status().message()
+          << "\n";
       continue;
     }
     const auto key = std::make_pair(row.algorithm(), row.transport());

@@ -23,15 +23,10 @@ std::optional<LinkModel> SpecLinkModel(const proto::ExperimentSpec& spec) {
   return LinkModel{*alpha, 8.0 / *rate};
 }
 
-void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
-                  proto::ResultRow& row) {
-  const auto type = ParseDataType(row.dtype().empty() ? spec.dtype() : row.dtype());
-  if (!type) return;
-  const auto estimate = EstimateAlgorithm(row.algorithm(), static_cast<int>(row.workers()),
-                                          static_cast<int>(std::max<std::uint32_t>(1, row.servers())),
-                                          row.bytes(), static_cast<std::int64_t>(ElementSize(*type)),
-                                          link);
-  if (estimate.ok()) row.set_model_time_us(estimate->time_s * 1e6);
+void AddModelTime(const LinkModel& link, proto::ResultRow& row) {
+  if (const auto estimate = EstimateRow(row, link); estimate.ok()) {
+    row.set_model_time_us(estimate->time_s * 1e6);
+  }
 }
 
 }  // namespace
@@ -60,7 +55,7 @@ absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::Experime
       coordinator, credentials, tls, spec, wait_for_workers_s, context,
       [&](const proto::ResultRow& measured) {
         proto::ResultRow row = measured;
-        if (model) AddModelTime(spec, *model, row);
+        if (model) AddModelTime(*model, row);
         sink.Add(row);
         if (!results_file.is_open() || !write_error.ok()) return;
         write_error = results_file.Append(row);

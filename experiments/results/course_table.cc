@@ -60,11 +60,6 @@ bool RunsOnParameterServer(const std::string& algorithm) {
   return c != nullptr && c->runs_on_parameter_server();
 }
 
-std::int64_t ElementBytes(const proto::ResultRow& row) {
-  const auto type = ParseDataType(row.dtype());
-  return type ? static_cast<std::int64_t>(ElementSize(*type)) : 4;
-}
-
 }  // namespace
 
 std::string BottleneckDescription(const std::string& algorithm) {
@@ -87,9 +82,7 @@ absl::Status PrintCourseTable(const std::vector<proto::ResultRow>& all_rows, std
   std::map<Key, CostEstimate> estimates;
   std::map<std::pair<std::string, std::string>, std::vector<FitPoint>> points;
   for (const auto& [key, row] : rows) {
-    const auto e = EstimateAlgorithm(row.algorithm(), static_cast<int>(row.workers()),
-                                     static_cast<int>(std::max<std::uint32_t>(1, row.servers())),
-                                     row.bytes(), ElementBytes(row), LinkModel{});
+    const absl::StatusOr<CostEstimate> e = EstimateRow(row, LinkModel{});
     if (e.ok()) {
       estimates[key] = *e;
       points[{row.algorithm(), row.transport()}].push_back(

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "allreduce/data_type.h"
 
 namespace testbed {
 namespace {
@@ -92,6 +94,15 @@ std::vector<Cell> ResultCells(const proto::ResultRow& row) {
     }
   }
   return cells;
+}
+
+absl::StatusOr<CostEstimate> EstimateRow(const proto::ResultRow& row, const LinkModel& link) {
+  const std::string& dtype = row.dtype().empty() ? std::string("float32") : row.dtype();
+  const std::optional<DataType> type = ParseDataType(dtype);
+  if (!type) return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", dtype, "'"));
+  return EstimateAlgorithm(row.algorithm(), static_cast<int>(row.workers()),
+                           static_cast<int>(std::max<std::uint32_t>(1, row.servers())),
+                           row.bytes(), static_cast<std::int64_t>(ElementSize(*type)), link);
 }
 
 std::string ResultRecordJson(const proto::ResultRow& row) {

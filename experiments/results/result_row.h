@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "allreduce/cost_model.h"
 #include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
 
@@ -23,6 +24,11 @@ std::vector<std::string> ResultColumns();
 // One cell per column: integers, doubles, strings, lists of integers; an
 // unset optional field is an empty string.
 std::vector<Cell> ResultCells(const proto::ResultRow& row);
+
+// The alpha-beta model's estimate for a row: its algorithm at its N, M,
+// shards (at least one) and dtype (float32 when absent). An unknown
+// algorithm or dtype is an error naming it.
+absl::StatusOr<CostEstimate> EstimateRow(const proto::ResultRow& row, const LinkModel& link);
 
 // A results-file line of the "result" kind, as JSON (no newline).
 std::string ResultRecordJson(const proto::ResultRow& row);
