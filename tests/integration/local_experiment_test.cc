@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include "tests/integration/process_runner.h"
@@ -114,68 +113,44 @@ TEST(LocalFailure, AnUnwritableResultsFileFailsTheRunAtOnce) {
   std::filesystem::remove_all(dir);
 }
 
-// The pids `testbed local` reports for its workers, once every worker has
-// logged its rank (the sweep runs).
-std::vector<pid_t> RunningWorkers(const TestbedProcess& testbed, const std::string& log_dir,
-                                  int n) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  int ranked = 0;
-  while (ranked < n && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    ranked = 0;
-    for (int i = 0; i < n; ++i) {
-      const std::string log = testing::ReadFile(log_dir + "/worker-" + std::to_string(i) + ".log");
-      if (log.find(" of " + std::to_string(n)) != std::string::npos) ++ranked;
-    }
-  }
-  std::vector<pid_t> workers;
-  std::smatch pids;
-  const std::string err = testbed.Stderr();
-  if (ranked == n && std::regex_search(err, pids, std::regex("testbed-worker pids ([0-9 ]+)"))) {
-    std::istringstream list(pids[1].str());
-    for (pid_t pid; list >> pid;) workers.push_back(pid);
-  }
-  return workers;
-}
-
 // A hung worker (stopped, not dead: its sockets stay open) is caught by the
 // coordinator's heartbeat deadline; the run fails naming its rank, and every
 // daemon ends, the stopped one included.
 TEST(LocalFailure, AHungWorkerFailsTheRunAndEveryDaemonEnds) {
   const std::string dir = TempDir("hung");
+  testing::DaemonReaper reaper;  // ends, by PID, whatever outlives the test
   TestbedProcess testbed(TESTBED_CLI_PATH,
                          {"local", "--workers", "3", "--algorithms", "ring", "--sizes", "64KiB",
                           "--iters", "1000000", "--warmup", "0", "--timeout", "4", "--log-dir",
                           dir + "/logs"},
                          dir);
-  const std::vector<pid_t> workers = RunningWorkers(testbed, dir + "/logs", 3);
-  ASSERT_EQ(workers.size(), 3u) << testbed.Stderr();
-  const pid_t victim = workers[2];
+  const std::optional<testing::DaemonPids> pids = testing::ParseDaemonPids(
+      testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(30)));
+  ASSERT_TRUE(pids.has_value()) << testbed.Stderr();
+  reaper.Add(pids->all());
+  ASSERT_EQ(pids->workers.size(), 3u);
+  // The sweep runs once the victim has its rank; the error must name that
+  // rank (from its own log) and pid as silent, whichever rank timed out first.
+  const std::optional<int> rank = testing::LoggedNumber(
+      dir + "/logs/worker-2.log", "rank ([0-9]+) of 3", std::chrono::seconds(60));
+  ASSERT_TRUE(rank.has_value()) << testing::ReadFile(dir + "/logs/worker-2.log");
+  const pid_t victim = pids->workers[2];
   ASSERT_EQ(kill(victim, SIGSTOP), 0);
   const auto stopped_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
-  if (!status) kill(victim, SIGKILL);  // ours to end, also when the test fails
   ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a worker hung";
   const auto took = std::chrono::steady_clock::now() - stopped_at;
   std::cerr << "hung worker: the run ended "
             << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
             << " ms after the SIGSTOP (timeout 4 s)\n";
   EXPECT_NE(*status, 0);
-  // The error names the hung worker - its rank (its own log says which it was
-  // given) and pid - as silent, whichever rank timed out first.
-  std::smatch rank;
-  const std::string log = testing::ReadFile(dir + "/logs/worker-2.log");
-  ASSERT_TRUE(std::regex_search(log, rank, std::regex("rank ([0-9]+) of 3"))) << log;
   EXPECT_TRUE(std::regex_search(
-      testbed.Stderr(), std::regex("error: .*rank " + rank[1].str() + " \\(worker [0-9]+ \\([^)]* pid " +
-                                   std::to_string(victim) + "\\)\\) has sent no heartbeat")))
+      testbed.Stderr(),
+      std::regex("error: .*rank " + std::to_string(*rank) + " \\(worker [0-9]+ \\([^)]* pid " +
+                 std::to_string(victim) + "\\)\\) has sent no heartbeat")))
       << testbed.Stderr();
-  for (pid_t pid : workers) {
-    if (kill(pid, 0) == 0) {
-      ADD_FAILURE() << "pid " << pid << " survived the run";
-      kill(pid, SIGKILL);
-    }
-  }
+  const std::vector<pid_t> survivors = testing::Survivors(pids->all(), std::chrono::seconds(10));
+  EXPECT_TRUE(survivors.empty()) << survivors.size() << " daemons survived the run";
   std::filesystem::remove_all(dir);
 }
 
