@@ -85,18 +85,28 @@ class TestbedProcess {
   std::string Stdout() const { return ReadFile(out_); }
   std::string Stderr() const { return ReadFile(err_); }
 
-  // Stderr once it holds `text`, or as it is after `timeout`.
+  // Stderr (stdout: the daemons' logs) once it holds `text`, or as it is
+  // after `timeout`.
   std::string WaitForStderr(const std::string& text, std::chrono::milliseconds timeout) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string err = Stderr();
-    while (err.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      err = Stderr();
-    }
-    return err;
+    return WaitFor(err_, text, timeout);
+  }
+  std::string WaitForStdout(const std::string& text, std::chrono::milliseconds timeout) const {
+    return WaitFor(out_, text, timeout);
   }
 
  private:
+  static std::string WaitFor(const std::string& path, const std::string& text,
+                             std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::string content = ReadFile(path);
+    while (content.find(text) == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      content = ReadFile(path);
+    }
+    return content;
+  }
+
   pid_t pid_ = -1;
   std::optional<int> status_;
   std::string out_, err_;

@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "tests/integration/process_runner.h"
 
@@ -61,19 +60,6 @@ class ReconnectTest : public ::testing::Test {
     return Start(name, TESTBED_WORKER_PATH,
                  {"--coordinator", coordinator_, "--reconnect", reconnect});
   }
-  // A daemon's log (spdlog writes to stdout) once it holds `text`, or as it
-  // is after `timeout`.
-  static std::string WaitForLog(const TestbedProcess& process, const std::string& text,
-                                std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string log = process.Stdout();
-    while (log.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      log = process.Stdout();
-    }
-    return log;
-  }
-
   // `testbed run` of one small ring; its exit status.
   std::optional<int> Submit(const std::string& name) {
     auto run = Start(name, TESTBED_CLI_PATH,
@@ -98,8 +84,9 @@ TEST_F(ReconnectTest, WorkersRejoinARestartedCoordinator) {
   ASSERT_EQ(kill(server->pid(), SIGKILL), 0);
   ASSERT_TRUE(server->Wait(std::chrono::seconds(10)).has_value());
   for (auto* worker : {worker0.get(), worker1.get()}) {
+    // spdlog writes the daemons' logs to stdout.
     const std::string log =
-        WaitForLog(*worker, "attaching to the coordinator again", std::chrono::seconds(20));
+        worker->WaitForStdout("attaching to the coordinator again", std::chrono::seconds(20));
     EXPECT_NE(log.find("lost the coordinator"), std::string::npos) << log;
     EXPECT_NE(log.find("attaching to the coordinator again"), std::string::npos) << log;
     EXPECT_FALSE(worker->Wait(std::chrono::milliseconds(0)).has_value()) << "a worker exited";
@@ -114,7 +101,7 @@ TEST_F(ReconnectTest, WorkersRejoinARestartedCoordinator) {
 TEST_F(ReconnectTest, WithoutReconnectAWorkerExitsWithStatusThree) {
   auto server = StartServer("server");
   auto worker = StartWorker("worker", "0");
-  WaitForLog(*worker, "attached as worker", std::chrono::seconds(20));
+  worker->WaitForStdout("attached as worker", std::chrono::seconds(20));
   ASSERT_EQ(kill(server->pid(), SIGKILL), 0);
   const auto status = worker->Wait(std::chrono::seconds(20));
   ASSERT_TRUE(status.has_value()) << worker->Stdout();
