@@ -1,7 +1,10 @@
 #include "common/byte_size.h"
 
 #include <cctype>
+#include <cmath>
 #include <charconv>
+#include <cstdio>
+#include <iterator>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -56,6 +59,23 @@ absl::StatusOr<std::int64_t> ParseByteSize(std::string_view text) {
   if (error != std::errc() || end != digits.data() + digits.size()) return bad("too large");
   if (value > std::numeric_limits<std::int64_t>::max() / factor) return bad("too large");
   return value * factor;
+}
+
+ScaledBytes ToBinaryUnit(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::size_t unit = 0;
+  while (std::fabs(bytes) >= 1024 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return {bytes, kUnits[unit]};
+}
+
+std::string HumanByteSize(double bytes) {
+  const ScaledBytes scaled = ToBinaryUnit(bytes);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g %s", scaled.value, scaled.unit);
+  return text;
 }
 
 std::string FormatByteSize(std::int64_t bytes) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
+#include "common/byte_size.h"
 #include "server/optimizer.h"
 
 namespace testbed {
@@ -240,18 +241,6 @@ std::int64_t DefaultMaxTensorBytes() {
   return static_cast<std::int64_t>(pages) / 2 * page;
 }
 
-std::string HumanBytes(double bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  std::size_t unit = 0;
-  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g %s", bytes, kUnits[unit]);
-  return text;
-}
-
 ParameterStore::~ParameterStore() { Shutdown(); }
 
 void ParameterStore::Shutdown() {
@@ -294,8 +283,8 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   if (chunk.count > max_tensor_bytes_ / element) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "tensor '", spec.name(), "': its slice of ", chunk.count, " ", elements, " (",
-        HumanBytes(static_cast<double>(chunk.count) * static_cast<double>(element)),
-        ") exceeds this shard's limit of ", HumanBytes(static_cast<double>(max_tensor_bytes_)),
+        HumanByteSize(static_cast<double>(chunk.count) * static_cast<double>(element)),
+        ") exceeds this shard's limit of ", HumanByteSize(static_cast<double>(max_tensor_bytes_)),
         " per tensor (testbed-server --max-tensor-bytes)"));
   }
   if (spec.count() > std::numeric_limits<std::int64_t>::max() / element) {
@@ -315,10 +304,10 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   }
   if (slice_bytes > max_total_bytes_ - declared_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "tensor '", spec.name(), "': its slice of ", HumanBytes(static_cast<double>(slice_bytes)),
-        " with the ", HumanBytes(static_cast<double>(declared_bytes_)),
+        "tensor '", spec.name(), "': its slice of ", HumanByteSize(static_cast<double>(slice_bytes)),
+        " with the ", HumanByteSize(static_cast<double>(declared_bytes_)),
         " already declared exceeds this shard's limit of ",
-        HumanBytes(static_cast<double>(max_total_bytes_)),
+        HumanByteSize(static_cast<double>(max_total_bytes_)),
         " for all tensors (testbed-server --max-total-tensor-bytes)"));
   }
   auto t = std::make_shared<Tensor>();

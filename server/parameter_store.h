@@ -56,9 +56,6 @@ namespace testbed {
 // default limit on a shard's tensor bytes, per tensor and in all.
 std::int64_t DefaultMaxTensorBytes();
 
-// `bytes` for a message, to 4 digits: "12 GiB", "1.004 KiB", "1000 B", "16 EiB".
-std::string HumanBytes(double bytes);
-
 class ParameterStore {
  public:
   struct Slice {

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   const std::string memory_default =
-      testbed::HumanBytes(static_cast<double>(testbed::DefaultMaxTensorBytes()));
+      testbed::HumanByteSize(static_cast<double>(testbed::DefaultMaxTensorBytes()));
   app.add_option_function<std::string>(
       "--max-tensor-bytes", byte_size("--max-tensor-bytes", store_options.max_tensor_bytes),
       "The largest slice of one tensor this parameter-server shard holds, as SIZE (e.g. "
@@ -192,8 +192,8 @@ int main(int argc, char** argv) {
                                        : "mutual TLS on: clients need a certificate signed by "
                                          "--tls-ca");
   spdlog::info("the shard holds at most {} per tensor and {} in all",
-               testbed::HumanBytes(static_cast<double>(store.max_tensor_bytes())),
-               testbed::HumanBytes(static_cast<double>(store.max_total_bytes())));
+               testbed::HumanByteSize(static_cast<double>(store.max_tensor_bytes())),
+               testbed::HumanByteSize(static_cast<double>(store.max_total_bytes())));
   if (!join.empty() && !JoinCoordinator(join, advertise, *credentials, *tls, join_timeout_s)) {
     server->Shutdown();
     return 1;

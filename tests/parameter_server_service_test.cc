@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "proto/parameter_server.grpc.pb.h"
+#include "common/byte_size.h"
 #include "server/parameter_server_service.h"
 
 namespace testbed {
@@ -268,7 +269,7 @@ TEST_F(ParameterServerServiceTest, APullThatSendsNoRequestIsRefusedNotACrash) {
 TEST_F(ParameterServerServiceTest, HugeDeclarationsAreRefusedNamingTheLimitAndTheShardStaysUp) {
   const std::string limit =
       "exceeds this shard's limit of " +
-      HumanBytes(static_cast<double>(store_.max_tensor_bytes())) +
+      HumanByteSize(static_cast<double>(store_.max_tensor_bytes())) +
       " per tensor (testbed-server --max-tensor-bytes)";
   for (const std::int64_t count : {std::int64_t{1} << 40, std::int64_t{1} << 62}) {
     SCOPED_TRACE(count);

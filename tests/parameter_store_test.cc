@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "allreduce/chunking.h"
+#include "common/byte_size.h"
 #include "server/parameter_store.h"
 
 namespace testbed {
@@ -384,10 +385,10 @@ TEST(ParameterStoreTest, TheDefaultLimitIsHalfThisMachinesMemory) {
   EXPECT_EQ(store.max_tensor_bytes(), DefaultMaxTensorBytes());
   EXPECT_EQ(store.max_total_bytes(), DefaultMaxTensorBytes());
   EXPECT_EQ(DefaultMaxTensorBytes(), sysconf(_SC_PHYS_PAGES) / 2 * sysconf(_SC_PAGE_SIZE));
-  EXPECT_EQ(HumanBytes(12.0 * (1 << 30)), "12 GiB");
-  EXPECT_EQ(HumanBytes(1536), "1.5 KiB");
-  EXPECT_EQ(HumanBytes(1000), "1000 B");
-  EXPECT_EQ(HumanBytes(7.75 * (1 << 30)), "7.75 GiB");
+  EXPECT_EQ(HumanByteSize(12.0 * (1 << 30)), "12 GiB");
+  EXPECT_EQ(HumanByteSize(1536), "1.5 KiB");
+  EXPECT_EQ(HumanByteSize(1000), "1000 B");
+  EXPECT_EQ(HumanByteSize(7.75 * (1 << 30)), "7.75 GiB");
 }
 
 TEST(ParameterStoreTest, BadCountsAreInvalidArguments) {

@@ -16,16 +16,12 @@
 namespace testbed {
 namespace {
 
-// 100663296 -> "96.0 MiB": readable at a glance, three significant digits.
+// 100663296 -> "96.0 MiB": one decimal, so a table's column reads at a glance.
 std::string HumanBytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (std::fabs(bytes) >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
+  const ScaledBytes scaled = ToBinaryUnit(bytes);
   char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+  std::snprintf(text, sizeof text, scaled.unit[0] == 'B' ? "%.0f %s" : "%.1f %s", scaled.value,
+                scaled.unit);
   return text;
 }
 
