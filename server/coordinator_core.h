@@ -64,8 +64,11 @@ struct CoordinatorTimeouts {
   std::chrono::milliseconds heartbeat_timeout{10000};  // silence that means lost
   std::chrono::milliseconds handshake_timeout{30000};  // addresses, connections, finish
   // How long a worker's own failure report is held back: if the rank at fault
-  // is lost to the control plane meanwhile, the failure names it first.
-  std::chrono::milliseconds report_hold_back{2000};
+  // is lost to the control plane meanwhile, the failure names it first. A
+  // dead process's control stream breaks within milliseconds of its UCX
+  // endpoints, so half a second covers it without delaying a hung rank's
+  // verdict (the run must end within its timeout + 3 s).
+  std::chrono::milliseconds report_hold_back{500};
 };
 
 class CoordinatorCore {

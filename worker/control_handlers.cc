@@ -139,6 +139,7 @@ After ControlHandlers::OnStart(const proto::Start& start) {
   if (!At(start.experiment_id(), Stage::kConnected)) return Refuse("Start", start.experiment_id());
   Experiment& e = *experiment_;
   e.stage = Stage::kStarted;
+  spdlog::info("experiment {}: sweep started", e.id);
   e.sweeping = true;
   e.sweep = std::thread([this, &e] { Sweep(e); });
   return After::kReadOn;

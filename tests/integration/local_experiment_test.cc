@@ -129,11 +129,18 @@ TEST(LocalFailure, AHungWorkerFailsTheRunAndEveryDaemonEnds) {
   ASSERT_TRUE(pids.has_value()) << testbed.Stderr();
   reaper.Add(pids->all());
   ASSERT_EQ(pids->workers.size(), 3u);
-  // The sweep runs once the victim has its rank; the error must name that
-  // rank (from its own log) and pid as silent, whichever rank timed out first.
+  // The error must name the victim's rank (from its own log) and pid as
+  // silent, whichever rank timed out first. Stop it only once its sweep has
+  // started: stopped earlier, during the handshakes, the others are not yet in
+  // a collective with it, and only the coordinator's 10 s heartbeat deadline
+  // catches it (another path, with its own test in coordinator_core_test).
   const std::optional<int> rank = testing::LoggedNumber(
       dir + "/logs/worker-2.log", "rank ([0-9]+) of 3", std::chrono::seconds(60));
   ASSERT_TRUE(rank.has_value()) << testing::ReadFile(dir + "/logs/worker-2.log");
+  ASSERT_TRUE(testing::LoggedNumber(dir + "/logs/worker-2.log", "experiment ([0-9]+): sweep started",
+                                    std::chrono::seconds(60))
+                  .has_value())
+      << testing::ReadFile(dir + "/logs/worker-2.log");
   const pid_t victim = pids->workers[2];
   ASSERT_EQ(kill(victim, SIGSTOP), 0);
   const auto stopped_at = std::chrono::steady_clock::now();
