@@ -75,9 +75,17 @@ std::optional<int> CoordinatorCore::RankOf(std::uint32_t worker_id) const {
 
 // --- Workers and shards ---------------------------------------------------
 
-absl::StatusOr<std::uint32_t> CoordinatorCore::ReserveWorkerId() {
+absl::StatusOr<std::uint32_t> CoordinatorCore::ReserveWorkerId(
+    std::optional<std::uint32_t> requested) {
   if (shutting_down_) return absl::UnavailableError("shutting down");
-  return next_worker_id_++;
+  std::uint32_t id = 0;
+  if (requested && !taken_worker_ids_.contains(*requested)) {
+    id = *requested;
+  } else {
+    while (taken_worker_ids_.contains(id)) ++id;
+  }
+  taken_worker_ids_.insert(id);
+  return id;
 }
 
 void CoordinatorCore::WorkerAttached(std::uint32_t id, std::string host, std::uint32_t pid,
@@ -88,6 +96,7 @@ void CoordinatorCore::WorkerAttached(std::uint32_t id, std::string host, std::ui
 
 void CoordinatorCore::WorkerLost(std::uint32_t id) {
   workers_.erase(id);
+  taken_worker_ids_.erase(id);
   if (!Active()) return;
   const std::optional<int> rank = RankOf(id);
   if (!rank) return;

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <utility>
@@ -87,8 +88,11 @@ class CoordinatorCore {
   explicit CoordinatorCore(CoordinatorTimeouts timeouts = {});
 
   // --- Workers and shards -------------------------------------------------
-  // An id for a worker about to attach; refused once shutting down.
-  absl::StatusOr<std::uint32_t> ReserveWorkerId();
+  // An id for a worker about to attach: `requested` when no attached (or
+  // reserved) worker has it, else the lowest free one; refused once shutting
+  // down. It stays taken until WorkerLost(id).
+  absl::StatusOr<std::uint32_t> ReserveWorkerId(
+      std::optional<std::uint32_t> requested = std::nullopt);
   // The worker (welcomed under `id`) counts from now on; may start the waiting
   // experiment.
   void WorkerAttached(std::uint32_t id, std::string host, std::uint32_t pid, Time now);
@@ -191,7 +195,7 @@ class CoordinatorCore {
   std::map<std::uint32_t, Worker> workers_;  // attached, by id
   std::string own_shard_address_;
   std::vector<std::string> shards_;  // other servers' shard addresses, in joining order
-  std::uint32_t next_worker_id_ = 0;
+  std::set<std::uint32_t> taken_worker_ids_;  // reserved or attached
   std::uint64_t next_experiment_id_ = 1;
   bool shutting_down_ = false;
   std::vector<Outgoing> outbox_;

@@ -56,9 +56,19 @@ void CoordinatorService::SetOwnShardAddress(const std::string& address) {
   core_.SetOwnShardAddress(address);
 }
 
+absl::StatusOr<CallLimiter::Admission> CoordinatorService::AdmitCall(
+    const grpc::ServerContext& context) {
+  if (absl::Status st = FromGrpcStatus(CheckCredentials(options_.credentials, context));
+      !st.ok()) {
+    return st;
+  }
+  return options_.calls->Admit();
+}
+
 grpc::Status CoordinatorService::Health(grpc::ServerContext* context, const proto::HealthRequest*,
                                         proto::HealthReply* reply) {
-  if (grpc::Status st = CheckCredentials(options_.credentials, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   std::lock_guard lock(mu_);
   reply->set_workers_attached(core_.workers_attached());
   reply->set_experiment_running(core_.experiment_running());
@@ -70,7 +80,8 @@ grpc::Status CoordinatorService::Health(grpc::ServerContext* context, const prot
 grpc::Status CoordinatorService::RegisterShard(grpc::ServerContext* context,
                                                const proto::ShardHello* request,
                                                proto::ShardWelcome* reply) {
-  if (grpc::Status st = CheckCredentials(options_.credentials, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   std::lock_guard lock(mu_);
   reply->set_shard_id(core_.ShardJoined(request->address(), Clock::now()));
   changed_.notify_all();
@@ -80,9 +91,11 @@ grpc::Status CoordinatorService::RegisterShard(grpc::ServerContext* context,
 grpc::Status CoordinatorService::Attach(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<proto::CoordinatorMessage, proto::WorkerMessage>* stream) {
-  if (grpc::Status st = CheckCredentials(options_.credentials, *context); !st.ok()) {
-    spdlog::warn("refused a worker from {}: {}", context->peer(), st.error_message());
-    return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) {
+    spdlog::warn("refused a worker from {}: {}", context->peer(),
+                 std::string(call.status().message()));
+    return ToGrpcStatus(call.status());
   }
   proto::WorkerMessage message;
   if (!stream->Read(&message) || !message.has_hello()) {
@@ -94,7 +107,9 @@ grpc::Status CoordinatorService::Attach(
   worker->stream = stream;
   {
     std::lock_guard lock(mu_);
-    absl::StatusOr<std::uint32_t> id = core_.ReserveWorkerId();
+    const proto::Hello& hello = message.hello();
+    absl::StatusOr<std::uint32_t> id = core_.ReserveWorkerId(
+        hello.has_worker_id() ? std::optional(hello.worker_id()) : std::nullopt);
     if (!id.ok()) return ToGrpcStatus(id.status());
     worker->id = *id;
   }
@@ -104,6 +119,8 @@ grpc::Status CoordinatorService::Attach(
   welcome.mutable_welcome()->set_worker_id(worker->id);
   welcome.mutable_welcome()->set_heartbeat_ms(options_.heartbeat_interval.count());
   if (!worker->Send(welcome)) {
+    std::lock_guard lock(mu_);
+    core_.WorkerLost(worker->id);  // frees the id it reserved
     return ToGrpcStatus(absl::UnavailableError("could not send the Welcome: the stream closed"));
   }
   {
@@ -113,6 +130,10 @@ grpc::Status CoordinatorService::Attach(
     changed_.notify_all();
   }
   spdlog::info("{} attached from {}", worker->Describe(), context->peer());
+  if (message.hello().has_worker_id() && message.hello().worker_id() != worker->id) {
+    spdlog::warn("{} asked to be worker {}, which another attached worker is", worker->Describe(),
+                 message.hello().worker_id());
+  }
 
   while (stream->Read(&message)) {
     absl::Status st;
@@ -156,7 +177,8 @@ void CoordinatorService::SendQueued(std::unique_lock<std::mutex>& lock) {
 grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
                                         const proto::SubmitRequest* request,
                                         grpc::ServerWriter<proto::SubmitEvent>* writer) {
-  if (grpc::Status st = CheckCredentials(options_.credentials, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   const std::chrono::seconds wait_for_workers(
       request->wait_for_workers_s() ? request->wait_for_workers_s() : 30);
   std::unique_lock lock(mu_);

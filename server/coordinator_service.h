@@ -28,6 +28,7 @@
 
 #include "proto/control.grpc.pb.h"
 #include "proto/credentials.h"
+#include "server/call_limiter.h"
 #include "server/coordinator_core.h"
 
 namespace testbed {
@@ -37,6 +38,8 @@ struct CoordinatorOptions {
   std::chrono::milliseconds heartbeat_interval{1000};  // asked of workers
   std::chrono::milliseconds heartbeat_timeout{10000};  // silence that means lost
   std::chrono::milliseconds handshake_timeout{30000};  // addresses, connections
+  // The calls in progress, shared with the daemon's other services.
+  std::shared_ptr<CallLimiter> calls = std::make_shared<CallLimiter>();
 };
 
 class CoordinatorService final : public proto::Coordinator::Service {
@@ -64,6 +67,10 @@ class CoordinatorService final : public proto::Coordinator::Service {
 
  private:
   struct WorkerSession;
+
+  // The job's token, then a place among the calls in progress, held by the
+  // returned admission until the handler returns.
+  absl::StatusOr<CallLimiter::Admission> AdmitCall(const grpc::ServerContext& context);
 
   // Delivers what the core queued for workers; call with mu_ held in `lock`,
   // which it releases while writing.

@@ -22,8 +22,12 @@ struct StagedSlices {
 }  // namespace
 
 ParameterServerService::ParameterServerService(ParameterStore& store, Credentials credentials,
-                                               std::chrono::milliseconds pull_timeout)
-    : store_(store), credentials_(std::move(credentials)), pull_timeout_(pull_timeout) {
+                                               std::chrono::milliseconds pull_timeout,
+                                               std::shared_ptr<CallLimiter> calls)
+    : store_(store),
+      credentials_(std::move(credentials)),
+      pull_timeout_(pull_timeout),
+      calls_(std::move(calls)) {
   using Self = ParameterServerService;
   using grpc::ByteBuffer;
   // Swaps the generated handlers of the payload-carrying methods for ones that
@@ -55,10 +59,19 @@ ParameterServerService::ParameterServerService(ParameterStore& store, Credential
                          this));
 }
 
+absl::StatusOr<CallLimiter::Admission> ParameterServerService::AdmitCall(
+    const grpc::ServerContext& context) {
+  if (absl::Status st = FromGrpcStatus(CheckCredentials(credentials_, context)); !st.ok()) {
+    return st;
+  }
+  return calls_->Admit();
+}
+
 grpc::Status ParameterServerService::Declare(grpc::ServerContext* context,
                                              const proto::DeclareRequest* request,
                                              proto::DeclareReply* reply) {
-  if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   absl::StatusOr<ParameterStore::Slice> slice =
       store_.Declare(request->tensor(), static_cast<int>(request->shards()),
                      static_cast<int>(request->shard()));
@@ -116,7 +129,8 @@ std::chrono::steady_clock::time_point ParameterServerService::PullDeadline(
 grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
                                           grpc::ServerReader<grpc::ByteBuffer>* reader,
                                           proto::PushReply* reply) {
-  if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   std::string tensor;
   std::uint64_t step = 0;
   if (absl::Status st = ReceivePush(*reader, &tensor, &step); !st.ok()) return ToGrpcStatus(st);
@@ -128,22 +142,25 @@ template <typename Writer>
 absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& context,
                                                const std::string& tensor, std::uint64_t step,
                                                Writer& writer) {
-  return store_.Pull(tensor, step, PullDeadline(context),
-                     [&](std::int64_t offset, std::span<const std::byte> data,
-                         const std::shared_ptr<const void>& owner) {
-                       // The store's values themselves, held until sent: no copy.
-                       const grpc::Slice payload = SharedSlice(data, owner);
-                       proto::ValueChunk header;
-                       header.set_offset(offset);
-                       return writer.Write(EncodeChunk(header, kValueChunkPayloadField,
-                                                       std::span(&payload, 1)));
-                     });
+  return store_.Pull(
+      tensor, step, PullDeadline(context),
+      [&](std::int64_t offset, std::span<const std::byte> data,
+          const std::shared_ptr<const void>& owner) {
+        // The store's values themselves, held until sent: no copy.
+        const grpc::Slice payload = SharedSlice(data, owner);
+        proto::ValueChunk header;
+        header.set_offset(offset);
+        return writer.Write(
+            EncodeChunk(header, kValueChunkPayloadField, std::span(&payload, 1)));
+      },
+      [&context] { return context.IsCancelled(); });
 }
 
 grpc::Status ParameterServerService::Pull(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<grpc::ByteBuffer, proto::PullRequest>* stream) {
-  if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   proto::PullRequest request;
   if (!stream->Read(&request)) {
     return ToGrpcStatus(absl::InvalidArgumentError("a pull without its request"));
@@ -154,7 +171,8 @@ grpc::Status ParameterServerService::Pull(
 grpc::Status ParameterServerService::PushPull(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
-  if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   std::string tensor;
   std::uint64_t step = 0;
   if (absl::Status st = ReceivePush(*stream, &tensor, &step); !st.ok()) return ToGrpcStatus(st);
@@ -164,14 +182,16 @@ grpc::Status ParameterServerService::PushPull(
 grpc::Status ParameterServerService::Forget(grpc::ServerContext* context,
                                             const proto::ForgetRequest* request,
                                             proto::ForgetReply*) {
-  if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   store_.Forget(request->tensor());
   return grpc::Status::OK;
 }
 
 grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
                                            const proto::StatsRequest*, proto::StatsReply* reply) {
-  if (grpc::Status st = CheckCredentials(credentials_, *context); !st.ok()) return st;
+  absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
+  if (!call.ok()) return ToGrpcStatus(call.status());
   reply->set_bytes_received(store_.bytes_received());
   reply->set_bytes_sent(store_.bytes_sent());
   return grpc::Status::OK;

@@ -18,6 +18,7 @@
 
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
+#include "server/call_limiter.h"
 #include "server/parameter_store.h"
 
 namespace testbed {
@@ -25,9 +26,11 @@ namespace testbed {
 class ParameterServerService final : public proto::ParameterServer::Service {
  public:
   // `store` must outlive the service. Pulls wait at most `pull_timeout` (or
-  // the call's own deadline, if sooner) for their step.
+  // the call's own deadline, if sooner) for their step. Every call takes a
+  // place among `calls` (shared with the daemon's other services) while it runs.
   ParameterServerService(ParameterStore& store, Credentials credentials,
-                         std::chrono::milliseconds pull_timeout = std::chrono::seconds(120));
+                         std::chrono::milliseconds pull_timeout = std::chrono::seconds(120),
+                         std::shared_ptr<CallLimiter> calls = std::make_shared<CallLimiter>());
 
   grpc::Status Declare(grpc::ServerContext* context, const proto::DeclareRequest* request,
                        proto::DeclareReply* reply) override;
@@ -53,11 +56,16 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   absl::Status ServeStep(const grpc::ServerContext& context, const std::string& tensor,
                          std::uint64_t step, Writer& writer);
 
+  // The job's token, then a place among the calls in progress, held by the
+  // returned admission until the handler returns.
+  absl::StatusOr<CallLimiter::Admission> AdmitCall(const grpc::ServerContext& context);
+
   std::chrono::steady_clock::time_point PullDeadline(const grpc::ServerContext& context) const;
 
   ParameterStore& store_;
   const Credentials credentials_;
   const std::chrono::milliseconds pull_timeout_;
+  const std::shared_ptr<CallLimiter> calls_;
 };
 
 }  // namespace testbed

@@ -302,6 +302,11 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
     }
     return t.slice;
   }
+  if (static_cast<std::int64_t>(tensors_.size()) >= max_tensors_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("tensor '", spec.name(), "': this shard already holds ", tensors_.size(),
+                     " tensors, its limit (testbed-server --max-tensors); forget some first"));
+  }
   if (slice_bytes > max_total_bytes_ - declared_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "tensor '", spec.name(), "': its slice of ", HumanByteSize(static_cast<double>(slice_bytes)),
@@ -500,7 +505,7 @@ absl::Status ParameterStore::PushSession::Commit() {
 
 absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
                                   std::chrono::steady_clock::time_point deadline,
-                                  const EmitChunk& emit) {
+                                  const EmitChunk& emit, const std::function<bool()>& gone) {
   std::shared_ptr<Tensor> t = Find(name);
   if (!t) return absl::NotFoundError(absl::StrCat("no tensor '", name, "' on this shard"));
   std::unique_lock lock(t->mu);
@@ -509,8 +514,9 @@ absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
       std::lock_guard store_lock(mu_);
       if (shutdown_) return absl::UnavailableError("the parameter server is shutting down");
     }
-    if (t->completed_cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-        t->completed < step) {
+    if (gone && gone()) return absl::CancelledError("the puller went away");
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
       std::vector<std::uint32_t> missing;
       for (std::uint32_t w = 0; w < t->pushed.size(); ++w) {
         if (!t->pushed[w]) missing.push_back(w);
@@ -521,6 +527,7 @@ absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
                                                       " did not complete; still waiting for "
                                                       "workers ", names));
     }
+    t->completed_cv.wait_until(lock, gone ? std::min(deadline, now + kGoneCheck) : deadline);
   }
   for (std::size_t k = 0; k < t->chunks.size(); ++k) {
     if (t->completed != step) {

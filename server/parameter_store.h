@@ -26,8 +26,9 @@
 //
 // A shard holds at most a stated number of bytes per tensor slice and in all
 // (Options; testbed-server --max-tensor-bytes, --max-total-tensor-bytes), by
-// default half the machine's memory: a declaration beyond either is refused
-// by name, before anything is allocated.
+// default half the machine's memory, and a stated number of tensors
+// (--max-tensors): a declaration beyond any of them is refused by name,
+// before anything is allocated.
 //
 // Thread-safety: all methods are thread-safe. One PushSession belongs to one
 // thread (one gRPC stream).
@@ -76,13 +77,19 @@ class ParameterStore {
     std::int64_t max_tensor_bytes = DefaultMaxTensorBytes();
     // The most bytes of all declared slices together.
     std::int64_t max_total_bytes = DefaultMaxTensorBytes();
+    // The most tensors declared at once: each costs bookkeeping beyond its
+    // bytes, so a job that declares a tensor per step (and never forgets one)
+    // is refused rather than left to grow the daemon without end.
+    std::int64_t max_tensors = kDefaultMaxTensors;
   };
+  static constexpr std::int64_t kDefaultMaxTensors = 65536;
   explicit ParameterStore(std::size_t chunk_bytes = kDefaultChunkBytes)
       : ParameterStore(Options{.chunk_bytes = chunk_bytes}) {}
   explicit ParameterStore(const Options& options)
       : chunk_bytes_(options.chunk_bytes),
         max_tensor_bytes_(options.max_tensor_bytes),
-        max_total_bytes_(options.max_total_bytes) {}
+        max_total_bytes_(options.max_total_bytes),
+        max_tensors_(options.max_tensors) {}
   ~ParameterStore();
 
  private:
@@ -91,7 +98,8 @@ class ParameterStore {
  public:
   // Creates this shard's slice of `tensor` (ChunkOf(count, shards, shard)).
   // The same declaration again is a no-op; a different one is refused. A
-  // slice over the limits is RESOURCE_EXHAUSTED; a negative count, one whose
+  // slice over the limits, or a tensor past the most tensors, is
+  // RESOURCE_EXHAUSTED; a negative count, one whose
   // bytes overflow 64 bits, or an unknown optimizer, INVALID_ARGUMENT.
   absl::StatusOr<Slice> Declare(const proto::TensorSpec& tensor, int shards, int shard);
 
@@ -131,14 +139,19 @@ class ParameterStore {
   absl::StatusOr<std::unique_ptr<PushSession>> BeginPush(const std::string& tensor,
                                                          std::uint32_t worker, std::uint64_t step);
 
-  // Waits (until `deadline`) for step `step` to complete, then hands the
+  // Waits (until `deadline`, or until `gone` says the puller went away: it is
+  // asked every kGoneCheck) for step `step` to complete, then hands the
   // slice's values to `emit` in order, in chunks of the store's chunk size.
   // `data` stays valid and unchanged while a copy of `owner` is held, so a
   // transport may send it without copying; `emit` returns false to stop.
   using EmitChunk = std::function<bool(std::int64_t offset, std::span<const std::byte> data,
                                        const std::shared_ptr<const void>& owner)>;
   absl::Status Pull(const std::string& tensor, std::uint64_t step,
-                    std::chrono::steady_clock::time_point deadline, const EmitChunk& emit);
+                    std::chrono::steady_clock::time_point deadline, const EmitChunk& emit,
+                    const std::function<bool()>& gone = {});
+  // A cancelled pull's wait ends within this: its thread (and its place among
+  // the server's calls in progress) comes back without waiting for the deadline.
+  static constexpr std::chrono::milliseconds kGoneCheck{100};
 
   // Frees a tensor; pushes and pulls under way keep their own reference.
   void Forget(const std::string& tensor);
@@ -150,13 +163,14 @@ class ParameterStore {
   std::uint64_t bytes_sent() const { return bytes_sent_; }
   std::int64_t max_tensor_bytes() const { return max_tensor_bytes_; }
   std::int64_t max_total_bytes() const { return max_total_bytes_; }
+  std::int64_t max_tensors() const { return max_tensors_; }
 
  private:
   std::shared_ptr<Tensor> Find(const std::string& name);
   void WorkOut(Tensor& t, std::size_t chunk, std::unique_lock<std::mutex>& lock);
 
   const std::size_t chunk_bytes_;
-  const std::int64_t max_tensor_bytes_, max_total_bytes_;
+  const std::int64_t max_tensor_bytes_, max_total_bytes_, max_tensors_;
 
   std::mutex mu_;  // guards tensors_, declared_bytes_ and shutdown_
   std::map<std::string, std::shared_ptr<Tensor>> tensors_;

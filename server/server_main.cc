@@ -26,6 +26,12 @@
 
 namespace {
 
+// The largest message either service reads. Pushes and pulls travel in chunks
+// of 1 MiB (ParameterStore::kDefaultChunkBytes) plus framing, and the other
+// messages are small; gRPC refuses a bigger one with RESOURCE_EXHAUSTED,
+// naming both sizes, before any handler sees it.
+constexpr int kMaxMessageBytes = 16 << 20;
+
 // Where others reach a server listening on `listen` at `port`.
 std::string DefaultAdvertise(const std::string& listen, int port) {
   std::string host = listen.substr(0, listen.rfind(':'));
@@ -85,6 +91,7 @@ int main(int argc, char** argv) {
   std::string port_file;
   int heartbeat_timeout_s = 10;
   int join_timeout_s = 120;
+  std::int64_t max_calls = testbed::CallLimiter::kDefaultMaxCalls;
   testbed::ParameterStore::Options store_options;
   testbed::TlsFlags tls_flags;
   // Sizes as people write them: 4096, 64KiB, 12GiB, 1GB (common/byte_size.h).
@@ -126,6 +133,16 @@ int main(int argc, char** argv) {
       "machine's memory, " +
           memory_default + ", or --max-tensor-bytes if more)")
       ->type_name("SIZE");
+  app.add_option("--max-tensors", store_options.max_tensors,
+                 "The most tensors this parameter-server shard holds at once; more "
+                 "declarations are refused until some are forgotten")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-calls", max_calls,
+                 "The most calls (workers' control streams, pushes, pulls, submissions) this "
+                 "server serves at once; more are refused (RESOURCE_EXHAUSTED) until some end")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->capture_default_str();
   testbed::AddTlsFlags(app, tls_flags);
   CLI11_PARSE(app, argc, argv);
   if (app.count("--max-total-tensor-bytes") == 0) {  // raising one tensor's limit raises both
@@ -148,9 +165,12 @@ int main(int argc, char** argv) {
     spdlog::warn("{}", warning);
   }
   testbed::ParameterStore store(store_options);
-  testbed::ParameterServerService parameter_server(store, *credentials);
+  auto calls = std::make_shared<testbed::CallLimiter>(max_calls);  // one bound for both services
+  testbed::ParameterServerService parameter_server(store, *credentials, std::chrono::seconds(120),
+                                                   calls);
   testbed::CoordinatorOptions options;
   options.credentials = *credentials;
+  options.calls = calls;
   options.heartbeat_timeout = std::chrono::seconds(heartbeat_timeout_s);
   testbed::CoordinatorService coordinator(options);  // its shard address is set once known
 
@@ -171,7 +191,7 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(listen, testbed::ServerCredentials(*tls), &port);
   builder.RegisterService(&parameter_server);
-  builder.SetMaxReceiveMessageSize(16 << 20);  // chunks of 4 MiB plus framing
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   if (join.empty()) builder.RegisterService(&coordinator);
   {
     std::lock_guard lock(stop_mu);
@@ -191,9 +211,12 @@ int main(int argc, char** argv) {
                      : tls->ca.empty() ? "TLS on (any client; the token alone admits calls)"
                                        : "mutual TLS on: clients need a certificate signed by "
                                          "--tls-ca");
-  spdlog::info("the shard holds at most {} per tensor and {} in all",
-               testbed::HumanByteSize(static_cast<double>(store.max_tensor_bytes())),
-               testbed::HumanByteSize(static_cast<double>(store.max_total_bytes())));
+  spdlog::info(
+      "limits: {} per tensor, {} in all, {} tensors on this shard; {} calls at once; messages up "
+      "to {}",
+      testbed::HumanByteSize(static_cast<double>(store.max_tensor_bytes())),
+      testbed::HumanByteSize(static_cast<double>(store.max_total_bytes())), store.max_tensors(),
+      calls->max_calls(), testbed::HumanByteSize(kMaxMessageBytes));
   if (!join.empty() && !JoinCoordinator(join, advertise, *credentials, *tls, join_timeout_s)) {
     server->Shutdown();
     return 1;

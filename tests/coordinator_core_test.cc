@@ -268,7 +268,8 @@ TEST_F(CoreTest, AWorkerLostWhileWaitingForWorkersOnlyStopsCounting) {
   EXPECT_EQ(core_.state(), State::kWaitingForWorkers);
   Attach(1);
   EXPECT_EQ(core_.state(), State::kPreparing);
-  EXPECT_EQ(Sent(), (std::vector<std::string>{"0:prepare", "2:prepare", "3:prepare"}));
+  // The newcomers take the lost worker's number, then the next.
+  EXPECT_EQ(Sent(), (std::vector<std::string>{"0:prepare", "1:prepare", "2:prepare"}));
 }
 
 class LostInState : public CoreTest, public ::testing::WithParamInterface<State> {};
@@ -312,6 +313,37 @@ TEST_F(CoreTest, AnIdleWorkerLostDuringAnExperimentChangesNothing) {
   core_.WorkerLost(1);
   EXPECT_EQ(core_.state(), State::kFailed);
   EXPECT_THAT(std::string(core_.failure().message()), HasSubstr("lost rank 1 (worker 1 "));
+}
+
+// --- Worker numbers ---------------------------------------------------------
+
+// A harness asks for its own index, so "worker 2" in an error is its
+// "testbed-worker 2"; a number already taken falls back to the lowest free
+// one, and a lost worker's number is free again (a reconnecting worker gets it).
+TEST_F(CoreTest, AWorkerGetsTheNumberItAsksForWhenFree) {
+  EXPECT_EQ(*core_.ReserveWorkerId(2), 2u);
+  EXPECT_EQ(*core_.ReserveWorkerId(0), 0u);
+  EXPECT_EQ(*core_.ReserveWorkerId(2), 1u);  // taken: the lowest free
+  EXPECT_EQ(*core_.ReserveWorkerId(), 3u);
+  core_.WorkerAttached(2, "host-2", 102, now_);
+  core_.WorkerLost(2);
+  EXPECT_EQ(*core_.ReserveWorkerId(2), 2u);
+  core_.WorkerLost(1);  // lost before it attached (its Welcome failed)
+  EXPECT_EQ(*core_.ReserveWorkerId(), 1u);
+  EXPECT_EQ(*core_.ReserveWorkerId(), 4u);
+}
+
+// Ranks follow worker numbers, whatever order the workers attached in.
+TEST_F(CoreTest, RanksFollowTheWorkersNumbersNotTheirAttachOrder) {
+  for (const std::uint32_t wanted : {2u, 0u, 1u}) {
+    const absl::StatusOr<std::uint32_t> id = core_.ReserveWorkerId(wanted);
+    ASSERT_TRUE(id.ok());
+    core_.WorkerAttached(*id, "host-" + std::to_string(*id), 100 + *id, now_);
+  }
+  Submit(Spec(3));
+  for (std::uint32_t worker = 0; worker < 3; ++worker) {
+    EXPECT_EQ(core_.RankOf(worker), std::optional<int>(static_cast<int>(worker)));
+  }
 }
 
 // --- Failure reports and heartbeats ---------------------------------------

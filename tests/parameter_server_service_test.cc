@@ -39,7 +39,8 @@ std::vector<float> Floats(const std::string& bytes) {
 class ParameterServerServiceTest : public ::testing::Test {
  public:
   void SetUp() override {
-    service_ = std::make_unique<ParameterServerService>(store_, kRight, std::chrono::seconds(5));
+    service_ = std::make_unique<ParameterServerService>(store_, kRight, std::chrono::seconds(5),
+                                                        calls_);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -146,7 +147,9 @@ class ParameterServerServiceTest : public ::testing::Test {
     return stub_->Forget(Context(credentials).get(), request, &reply);
   }
 
+  static constexpr int kMaxCalls = 8;
   ParameterStore store_;
+  std::shared_ptr<CallLimiter> calls_ = std::make_shared<CallLimiter>(kMaxCalls);
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -287,6 +290,46 @@ TEST_F(ParameterServerServiceTest, HugeDeclarationsAreRefusedNamingTheLimitAndTh
   std::vector<float> values;
   ASSERT_TRUE(Pull(&kRight, "w", 1, &values).ok());
   EXPECT_EQ(values, (std::vector<float>{1, 2}));
+}
+
+// Streams held open (pulls waiting on a step that never completes) take the
+// server's places for calls; one more call is refused at once, naming the
+// limit and its flag, and a place comes back as soon as a stream ends.
+TEST_F(ParameterServerServiceTest, CallsBeyondTheLimitAreRefusedUntilOthersEnd) {
+  ASSERT_TRUE(Declare(&kRight, "w", 2, 2).ok());
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<proto::ValueChunk>>> stalled;
+  proto::PullRequest request;
+  request.set_tensor("w");
+  request.set_step(1);  // never pushed: every pull waits
+  for (int i = 0; i < kMaxCalls; ++i) {
+    contexts.push_back(Context(&kRight));
+    stalled.push_back(stub_->Pull(contexts.back().get(), request));
+  }
+  // The pulls are admitted on the server's threads: wait until all are.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (calls_->in_progress() < kMaxCalls && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(calls_->in_progress(), kMaxCalls);
+  proto::StatsReply stats;
+  const grpc::Status refused = Stats(&kRight, &stats);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(refused.error_message(),
+            "this server already serves 8 calls at once, its limit (testbed-server --max-calls)");
+  // Unauthenticated callers are refused for their credentials, not counted.
+  EXPECT_EQ(Stats(nullptr, &stats).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  contexts.front()->TryCancel();
+  EXPECT_EQ(stalled.front()->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  const auto freed_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (calls_->in_progress() == kMaxCalls && std::chrono::steady_clock::now() < freed_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(Stats(&kRight, &stats).ok());
+  for (std::size_t i = 1; i < contexts.size(); ++i) {
+    contexts[i]->TryCancel();
+    stalled[i]->Finish().IgnoreError();
+  }
 }
 
 }  // namespace

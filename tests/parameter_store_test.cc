@@ -2,9 +2,9 @@
 // against a hand-computed reference over several steps, shard boundaries, and
 // refused pushes that change nothing.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <thread>
@@ -232,6 +232,24 @@ TEST(ParameterStoreTest, RefusedPushesChangeNothing) {
   EXPECT_EQ(store.BeginPush("nope", 0, 1).status().code(), absl::StatusCode::kNotFound);
 }
 
+// A puller that went away (its call cancelled) stops waiting long before
+// the deadline, so its thread serves others again.
+TEST(ParameterStoreTest, APullWhoseCallerWentAwayStopsWaiting) {
+  ParameterStore store;
+  ASSERT_TRUE(store.Declare(Spec("w", 2, 2), 1, 0).ok());
+  std::atomic<bool> gone{false};
+  absl::Status st;
+  std::thread puller([&] {
+    st = store.Pull(
+        "w", 1, Clock::now() + std::chrono::hours(1),
+        [](std::int64_t, std::span<const std::byte>, const auto&) { return true; },
+        [&] { return gone.load(); });
+  });
+  gone = true;
+  puller.join();  // within kGoneCheck, not an hour
+  EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+}
+
 TEST(ParameterStoreTest, PullWaitsForTheStepAndTimesOutNamingMissingWorkers) {
   ParameterStore store;
   ASSERT_TRUE(store.Declare(Spec("w", 2, 3), 1, 0).ok());
@@ -427,6 +445,20 @@ TEST(ParameterStoreTest, AllSlicesTogetherStayWithinTheShardsLimit) {
   EXPECT_TRUE(store.Declare(Spec("c", 128, 1), 1, 0).ok());
   EXPECT_EQ(store.Declare(Spec("d", 1, 1), 1, 0).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ParameterStoreTest, TheNumberOfTensorsStaysWithinTheShardsLimit) {
+  ParameterStore store(ParameterStore::Options{.max_tensors = 2});
+  ASSERT_TRUE(store.Declare(Spec("a", 1, 1), 1, 0).ok());
+  ASSERT_TRUE(store.Declare(Spec("b", 1, 1), 1, 0).ok());
+  ASSERT_TRUE(store.Declare(Spec("b", 1, 1), 1, 0).ok());  // the same again: not another
+  const absl::Status full = store.Declare(Spec("c", 1, 1), 1, 0).status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(full.message(),
+            "tensor 'c': this shard already holds 2 tensors, its limit (testbed-server "
+            "--max-tensors); forget some first");
+  store.Forget("a");
+  EXPECT_TRUE(store.Declare(Spec("c", 1, 1), 1, 0).ok());
 }
 
 TEST(ParameterStoreTest, AnUnknownOptimizerIsRefusedWithTheKnownOnes) {

@@ -23,16 +23,18 @@ using Stream = grpc::ClientReaderWriter<proto::WorkerMessage, proto::Coordinator
 using After = ControlHandlers::After;
 
 // How long a worker whose sweep failed waits for the coordinator's Abort
-// before leaving: above the coordinator's 2 s hold-back on peer reports.
+// before leaving: well above the coordinator's hold-back on peer reports
+// (CoordinatorTimeouts::report_hold_back).
 constexpr auto kVerdictGrace = std::chrono::seconds(5);
 
-proto::WorkerMessage Hello() {
+proto::WorkerMessage Hello(const WorkerOptions& options) {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   proto::WorkerMessage hello;
   hello.mutable_hello()->set_host(name);
   hello.mutable_hello()->set_pid(getpid());
   hello.mutable_hello()->set_version(TESTBED_VERSION);
+  if (options.worker_id) hello.mutable_hello()->set_worker_id(*options.worker_id);
   return hello;
 }
 
@@ -134,7 +136,7 @@ bool WorkerDaemon::State::Attach(const std::shared_ptr<grpc::Channel>& channel,
   AttachCredentials(options.credentials, context);
   stream = stub->Attach(&context);
   proto::CoordinatorMessage message;
-  const bool closed = !Send(Hello()) || !stream->Read(&message);
+  const bool closed = !Send(Hello(options)) || !stream->Read(&message);
   if (!closed && message.has_welcome()) {
     return handlers.OnWelcome(message.welcome()) == After::kReadOn;
   }

@@ -16,7 +16,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "proto/credentials.h"
@@ -31,6 +33,9 @@ struct WorkerOptions {
   std::chrono::seconds connect_timeout{120};  // for the coordinator to come up
   std::string peer_error_handling = "auto";   // auto, on, off (UCX endpoints)
   std::string net_device;  // for wire bytes; empty: the one UCX_NET_DEVICES names
+  // The number to ask the coordinator for (the harness's index of this
+  // worker); none: the coordinator's choice.
+  std::optional<std::uint32_t> worker_id;
 };
 
 // Run()'s code when the coordinator went away (its stream broke) with no

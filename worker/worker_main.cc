@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
                  "This worker's own network interface, whose counters give wire bytes "
                  "(default: the one device UCX_NET_DEVICES names; 'none' for none; loopback "
                  "never counts, since all local ranks share it)");
+  app.add_option("--worker-id", options.worker_id,
+                 "The number to be known by in the coordinator's messages and errors (e.g. the "
+                 "index a harness gives this worker), when no other attached worker has it "
+                 "(default: the lowest free number)");
   testbed::TlsFlags tls_flags;
   testbed::AddTlsFlags(app, tls_flags);
   CLI11_PARSE(app, argc, argv);

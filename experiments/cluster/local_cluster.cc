@@ -157,7 +157,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     if (absl::Status st = cluster->Spawn(
             absl::StrCat("testbed-worker ", i),
             placed(options.servers + i,
-                   {worker, "--coordinator", cluster->coordinator_, "--connect-timeout", "30"}),
+                   {worker, "--coordinator", cluster->coordinator_, "--connect-timeout", "30",
+                    "--worker-id", std::to_string(i)}),
             (fs::path(options.log_dir) / absl::StrCat("worker-", i, ".log")).string());
         !st.ok()) {
       return st;

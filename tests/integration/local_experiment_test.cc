@@ -153,7 +153,7 @@ TEST(LocalFailure, AHungWorkerFailsTheRunAndEveryDaemonEnds) {
   EXPECT_NE(*status, 0);
   EXPECT_TRUE(std::regex_search(
       testbed.Stderr(),
-      std::regex("error: .*rank " + std::to_string(*rank) + " \\(worker [0-9]+ \\([^)]* pid " +
+      std::regex("error: .*rank " + std::to_string(*rank) + " \\(worker 2 \\([^)]* pid " +
                  std::to_string(victim) + "\\)\\) has sent no heartbeat")))
       << testbed.Stderr();
   const std::vector<pid_t> survivors = testing::Survivors(pids->all(), std::chrono::seconds(10));
@@ -195,6 +195,9 @@ TEST(LocalFailure, KilledWorkerFailsTheRunNamingTheLostRank) {
   // The lost rank is the one the victim's own log gave it, not whatever the
   // report names.
   const std::string victim_rank = std::to_string(*ranks[victim_index]);
+  // One numbering: the harness's "testbed-worker 1" (and worker-1.log) is the
+  // coordinator's worker 1, which holds rank 1 of the experiment.
+  EXPECT_EQ(*ranks[victim_index], victim_index);
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   const auto killed_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
@@ -203,8 +206,8 @@ TEST(LocalFailure, KilledWorkerFailsTheRunNamingTheLostRank) {
   EXPECT_EQ(*status, 1);
 
   const std::string report = testbed.Stderr();
-  EXPECT_TRUE(std::regex_search(report, std::regex("lost rank " + victim_rank +
-                                                   " \\(worker [0-9] \\([^)]* pid " +
+  EXPECT_TRUE(std::regex_search(report, std::regex("lost rank " + victim_rank + " \\(worker " +
+                                                   std::to_string(victim_index) + " \\([^)]* pid " +
                                                    std::to_string(victim) + "\\)\\)")))
       << "victim rank " << victim_rank << ", pid " << victim << "\n" << report;
   // Exits, where the harness saw them (see ExitReport): the victim by our
