@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/transport/ucx_settings.h"
+#include "common/memory_reuse.h"
 #include "worker/interface_counters.h"
 #include "worker/sweep_runner.h"
 
@@ -73,6 +74,7 @@ After ControlHandlers::OnPrepare(const proto::Prepare& prepare) {
   // The previous experiment's sweep has sent Finished, but its thread may not
   // have ended yet: its destructor joins it.
   experiment_.reset();
+  ReturnFreedMemory();  // the last experiment's UCX pools: see common/memory_reuse.h
   experiment_ = std::make_unique<Experiment>();
   experiment_->id = prepare.experiment_id();
   experiment_->spec = prepare.spec();
