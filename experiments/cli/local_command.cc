@@ -121,13 +121,13 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
   int code = ExitCode(status, interrupter);
   finished = true;
   watchdog.join();
-  if (code == 1 && !c.UnexpectedExits().empty()) {
-    // A daemon died: the other workers of the failed experiment exit on their
-    // own, naming the lost rank in their logs; let them, so their exit is
-    // reported, not our kill. (Nothing died - a hung worker, a refused
-    // submission, a results file that filled up: nothing to wait for.)
+  if (code == 1) {
+    // The workers of a failed experiment exit on their own, naming the lost
+    // rank in their logs; let them, so their exits are reported, not our
+    // kill - also when the coordinator's verdict came before any of them left.
     // They do so within moments of each other; a worker that has not one
-    // second after the last exit is hung, and Stop() ends it.
+    // second after the last exit is hung (or was never in the experiment: a
+    // refused submission, a results file that filled up), and Stop() ends it.
     auto quiet_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     std::size_t exited = c.UnexpectedExits().size();
     while (exited < c.worker_pids().size() && std::chrono::steady_clock::now() < quiet_until) {

@@ -208,9 +208,9 @@ class DaemonReaper {
 
 // How `testbed local` reported that daemon `who` ("testbed-worker 2") with
 // `pid` ended - "exited with status 1", "was killed by signal 9" - or "" when
-// it printed no such line. It prints only the exits it saw before it stopped
-// the rest itself, and the coordinator's failure can reach it first: then it
-// prints none (a race of the harness, not of the test).
+// it printed no such line. After a failed experiment it waits for the
+// workers to exit on their own and reports each exit it saw; only the daemons
+// it had to stop itself (a hung one) have no line.
 inline std::string ExitReport(const std::string& report, const std::string& who, pid_t pid) {
   const std::string head = "testbed local: " + who + " (pid " + std::to_string(pid) + ") ";
   const std::size_t at = report.find(head);
