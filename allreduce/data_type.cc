@@ -1,7 +1,8 @@
 #include "allreduce/data_type.h"
 
-#include <algorithm>
 #include <cstring>
+
+#include "allreduce/reduce_functors.h"
 
 namespace testbed {
 namespace {
@@ -18,12 +19,9 @@ void ReduceTyped(std::byte* dst, const std::byte* src, std::int64_t count, Combi
 template <typename T>
 void ReduceWithOp(ReduceOp op, std::byte* dst, const std::byte* src, std::int64_t count) {
   switch (op) {
-    case ReduceOp::kSum:
-      return ReduceTyped<T>(dst, src, count, [](T a, T b) { return a + b; });
-    case ReduceOp::kMin:
-      return ReduceTyped<T>(dst, src, count, [](T a, T b) { return std::min(a, b); });
-    case ReduceOp::kMax:
-      return ReduceTyped<T>(dst, src, count, [](T a, T b) { return std::max(a, b); });
+    case ReduceOp::kSum: return ReduceTyped<T>(dst, src, count, reduce::Sum());
+    case ReduceOp::kMin: return ReduceTyped<T>(dst, src, count, reduce::Min());
+    case ReduceOp::kMax: return ReduceTyped<T>(dst, src, count, reduce::Max());
   }
 }
 

@@ -3,12 +3,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
 #include <vector>
+
+#if TESTBED_HAVE_CUDA
+#include "allreduce/cuda/cuda_memory.h"
+#endif
 
 namespace testbed {
 namespace {
@@ -128,12 +133,49 @@ class FakeDeviceMemory final : public MemoryOps {
 
 }  // namespace
 
+constexpr MemoryType kEveryMemoryType[] = {MemoryType::kHost, MemoryType::kPinned,
+                                           MemoryType::kCuda, MemoryType::kFakeDevice};
+
 std::string_view Name(MemoryType type) {
   switch (type) {
     case MemoryType::kHost: return "host";
+    case MemoryType::kPinned: return "pinned";
+    case MemoryType::kCuda: return "cuda";
     case MemoryType::kFakeDevice: return "fake-device";
   }
   return "?";
+}
+
+std::optional<MemoryType> ParseMemoryType(std::string_view name) {
+  for (MemoryType type : kEveryMemoryType) {
+    if (Name(type) == name) return type;
+  }
+  return std::nullopt;
+}
+
+std::string MemoryTypeNames() {
+  std::string names;
+  for (MemoryType type : kEveryMemoryType) {
+    if (!names.empty()) names += ", ";
+    names += Name(type);
+  }
+  return names;
+}
+
+bool HostAccessible(MemoryType type) {
+  return type == MemoryType::kHost || type == MemoryType::kPinned;
+}
+
+absl::Status MemoryUsable(MemoryType type) {
+  if (type == MemoryType::kHost || type == MemoryType::kFakeDevice) return absl::OkStatus();
+#if TESTBED_HAVE_CUDA
+  return cuda::DeviceStatus();
+#else
+  return absl::FailedPreconditionError(
+      std::string(Name(type)) +
+      " memory needs CUDA, and this build has none: nvcc was not found when it was configured "
+      "(TESTBED_CUDA=AUTO); build on a machine with the CUDA toolkit, or with -DTESTBED_CUDA=ON");
+#endif
 }
 
 void CopyAcross(MutableBuffer dst, ConstBuffer src) {
@@ -157,8 +199,17 @@ const MemoryOps& MemoryOpsFor(MemoryType type) {
   switch (type) {
     case MemoryType::kHost: return host;
     case MemoryType::kFakeDevice: return fake_device;
+    case MemoryType::kPinned:
+    case MemoryType::kCuda:
+#if TESTBED_HAVE_CUDA
+      return type == MemoryType::kPinned ? cuda::PinnedMemoryOps() : cuda::DeviceMemoryOps();
+#else
+      break;
+#endif
   }
-  return host;
+  std::fprintf(stderr, "fatal: %s memory asked for without MemoryUsable: %s\n",
+               std::string(Name(type)).c_str(), std::string(MemoryUsable(type).message()).c_str());
+  std::abort();
 }
 
 }  // namespace testbed

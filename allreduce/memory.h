@@ -3,15 +3,19 @@
 // executor and the transports ask the buffer and the memory's operations;
 // none of them assumes host memory.
 //
-// Kinds today:
+// Kinds:
 //   host         ordinary pageable memory
+//   pinned       page-locked host memory from CUDA (cudaHostAlloc)
+//   cuda         GPU memory (cudaMalloc); its reductions run on the GPU
 //   fake-device  host pages that are inaccessible (PROT_NONE) except inside
 //                its own operations: a test that runs a collective on it
 //                crashes if any code outside the memory's operations - the
 //                executor, a transport - reads or writes the bytes directly,
 //                as host code touching a GPU pointer would. It stands in for
 //                device memory where there is no GPU.
-// CUDA memory joins as a third kind (its operations in a .cu file).
+// pinned and cuda exist only in builds with CUDA (TESTBED_CUDA; their
+// operations in allreduce/cuda/); MemoryUsable says whether a kind can be
+// used here, before anything is allocated.
 //
 // Thread-safety: MemoryOps are stateless and thread-safe; an Allocation is a
 // value owned by one holder.
@@ -20,17 +24,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "allreduce/data_type.h"
 
 namespace testbed {
 
-enum class MemoryType { kHost, kFakeDevice };
+enum class MemoryType { kHost, kPinned, kCuda, kFakeDevice };
 
 std::string_view Name(MemoryType type);
+std::optional<MemoryType> ParseMemoryType(std::string_view name);
+// Every kind's name, for --help and errors.
+std::string MemoryTypeNames();
+
+// Whether host code (a transport's send and receive, memcpy) may touch the
+// bytes directly: host and pinned memory.
+bool HostAccessible(MemoryType type);
+
+// OK when memory of `type` can be used in this process; else why not, in one
+// line: FAILED_PRECONDITION for a build without CUDA, UNAVAILABLE (with the
+// CUDA error) for a machine without a usable GPU.
+absl::Status MemoryUsable(MemoryType type);
 
 // A read-only view of memory and where it lives.
 struct ConstBuffer {
@@ -123,7 +142,9 @@ class MemoryOps {
   }
 };
 
-// The operations of `type`'s memory; one place switches on the kind.
+// The operations of `type`'s memory; one place switches on the kind. `type`
+// must be usable (MemoryUsable): asking for CUDA memory in a build without it
+// ends the process with a message, as a bug would.
 const MemoryOps& MemoryOpsFor(MemoryType type);
 
 // dst = src, whatever kinds each lives in (through host memory when neither

@@ -414,7 +414,7 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, ConstBuffer dat
   endpoints_[peer]->MarkUsed();
   Operation& op = operations_.emplace_back(
       Operation{.transport = this, .is_send = true, .peer = peer, .tag = tag, .size = data.size});
-  if (data.memory != MemoryType::kHost) {
+  if (!HostAccessible(data.memory)) {
     // This UCX is given host memory only (Debian's has no device transports;
     // handed a device pointer it crashes): stage.
     op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
@@ -453,7 +453,7 @@ absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, MutableBuffer d
   endpoints_[peer]->MarkUsed();
   Operation& op = operations_.emplace_back(Operation{
       .transport = this, .is_send = false, .peer = peer, .tag = tag, .size = data.size});
-  if (data.memory != MemoryType::kHost) {
+  if (!HostAccessible(data.memory)) {
     op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
     op.deliver_to = data;
     data = op.staging.buffer();
