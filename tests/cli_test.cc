@@ -170,6 +170,13 @@ TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
            Case{"local --iters 99999999999999999999", "--iters"},
            Case{"local --timeout 99999999999999999999", "--timeout"},
            Case{"local --link-rate 1" + std::string(308, '0') + "gbit", "bad link rate"},
+           Case{"train --sync quicksort", "unknown algorithm 'quicksort'"},
+           Case{"train --sync reduce-scatter", "unknown algorithm 'reduce-scatter'"},
+           Case{"train --optimizer adagrad", "--optimizer"},
+           Case{"train --batch 0", "--batch"},
+           Case{"train --hidden 64,0", "--hidden"},
+           Case{"train --deployment compose", "--deployment"},
+           Case{"train --data-dir /nonexistent", "install Debian's dataset-fashion-mnist"},
        }) {
     const auto [status, output] = RunCli(c.args);
     // An exit with a status, not a crash (an abort reads as 134 or -1).
