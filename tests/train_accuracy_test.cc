@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "worker/train/dataset.h"
-#include "worker/train/local_training.h"
+#include "experiments/cluster/local_training.h"
 
 namespace testbed {
 namespace {

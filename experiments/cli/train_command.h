@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "worker/train/local_training.h"
+#include "experiments/cluster/local_training.h"
 
 namespace testbed {
 

@@ -4,7 +4,7 @@
 // memory) for the all-reduces, or through PsClient over gRPC on loopback to
 // a parameter-server shard served from this process for "ps". It is not yet
 // the daemons of `testbed local`: training inside testbed-worker is a later
-// step.
+// step. It lives here, not in worker/, because it hosts a server shard.
 //
 // Thread-safety: RunLocalTraining owns its threads and joins them; `sink` is
 // called from worker 0's thread only.

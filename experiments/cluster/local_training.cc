@@ -1,4 +1,4 @@
-#include "worker/train/local_training.h"
+#include "experiments/cluster/local_training.h"
 
 #include <grpcpp/grpcpp.h>
 
