@@ -239,6 +239,35 @@ TEST(AllReduceSyncTest, BucketsGiveTheSameParametersAsOneAllReduce) {
   ExpectEveryWorkerNear(bucketed, TrainAlone(data, "sgd", 2));
 }
 
+// Overlap all-reduces the buckets on a thread of their own, from the last to
+// the first, while backpropagation still runs: the same sums as without it,
+// bit for bit, so the same parameters.
+std::vector<std::vector<float>> TrainBucketed(const Collective& collective, const Dataset& data,
+                                              int workers, bool overlap) {
+  const TrainConfig config = Config("momentum", kBatch);
+  const proto::Optimizer rule =
+      *OptimizerConfig(config.optimizer, config.learning_rate, config.momentum);
+  InProcessFabric fabric(workers);
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int rank = 0; rank < workers; ++rank) transports.push_back(fabric.Connect(rank));
+  return Train(data, config, workers, [&](int rank, WorkerTrainer& trainer) {
+    auto sync = AllReduceSync::Create(collective, *transports[rank],
+                                      trainer.model().parameter_count(), 40, rule, overlap);
+    EXPECT_TRUE(sync.ok()) << sync.status();
+    return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
+  });
+}
+
+TEST(AllReduceSyncTest, OverlapGivesExactlyTheParametersOfTheSameBucketsWithout) {
+  const Dataset data = ToyData();
+  for (const char* name : {"ring", "halving-doubling"}) {
+    const Collective& collective = *FindCollective(name);
+    const auto overlapped = TrainBucketed(collective, data, 3, true);
+    EXPECT_EQ(overlapped, TrainBucketed(collective, data, 3, false)) << name;
+    ExpectEveryWorkerNear(overlapped, TrainAlone(data, "momentum", 3));
+  }
+}
+
 TEST(AllReduceSyncTest, RefusesACollectiveThatIsNotAScheduledAllReduce) {
   InProcessFabric fabric(1);
   std::unique_ptr<Transport> transport = fabric.Connect(0);

@@ -15,10 +15,10 @@ namespace {
 std::string ProgressLine(const proto::TrainingRow& row) {
   return absl::StrFormat(
       "train: epoch %.2f step %d: loss %.4f, train %.2f%%, test %.2f%%; step %.2f ms "
-      "(compute %.2f, communication %.2f), %d payload bytes per step",
+      "(compute %.2f, exposed communication %.2f, hidden %.2f), %d payload bytes per step",
       row.epoch(), row.step(), row.loss(), 100 * row.train_accuracy(), 100 * row.test_accuracy(),
       1e3 * row.step_seconds(), 1e3 * row.compute_seconds(), 1e3 * row.communication_seconds(),
-      row.payload_bytes());
+      1e3 * row.overlapped_communication_seconds(), row.payload_bytes());
 }
 
 std::string SummaryLine(const proto::TrainingRow& row) {
@@ -27,10 +27,11 @@ std::string SummaryLine(const proto::TrainingRow& row) {
                            : std::string("not reached");
   return absl::StrFormat(
       "%s, N = %d, %d parameters: test accuracy %.2f%% after %d steps, %.0f samples/s, "
-      "step %.2f ms (compute %.2f, communication %.2f), time to %.0f%%: %s",
+      "step %.2f ms (compute %.2f, exposed communication %.2f, hidden %.2f), time to %.0f%%: %s",
       row.sync(), row.workers(), row.parameters(), 100 * row.test_accuracy(), row.step(),
       row.samples_per_second(), 1e3 * row.step_seconds(), 1e3 * row.compute_seconds(),
-      1e3 * row.communication_seconds(), 100 * row.target_accuracy(), target);
+      1e3 * row.communication_seconds(), 1e3 * row.overlapped_communication_seconds(),
+      100 * row.target_accuracy(), target);
 }
 
 }  // namespace
@@ -81,6 +82,9 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options) {
                   "All-reduce the gradient in buckets of this many MiB (0: one bucket)")
       ->check(CLI::Range(0.0, 4096.0))
       ->capture_default_str();
+  cmd->add_flag("--overlap", options.run.overlap,
+               "All-reduce each bucket on a communication thread as soon as backpropagation "
+               "has finished it (use with --bucket-mb)");
   cmd->add_option("--report-every", options.run.report.every_steps,
                   "Steps between progress rows (0: once per epoch)")
       ->check(CLI::NonNegativeNumber)

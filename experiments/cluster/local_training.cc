@@ -76,6 +76,7 @@ proto::TrainingRow Header(const LocalTrainingOptions& options, const Dataset& tr
   header.set_learning_rate(options.train.learning_rate);
   header.set_seed(options.train.seed);
   header.set_bucket_bytes(options.bucket_bytes);
+  header.set_overlap(options.overlap);
   return header;
 }
 
@@ -159,7 +160,7 @@ absl::Status RunOverUcx(const LocalTrainingOptions& options, const TrainTestSpli
       options, data, sink,
       [&](int rank, WorkerTrainer&) -> absl::StatusOr<std::unique_ptr<GradientSync>> {
         absl::StatusOr<std::unique_ptr<AllReduceSync>> sync = AllReduceSync::Create(
-            collective, *transports[rank], count, options.bucket_bytes, optimizer);
+            collective, *transports[rank], count, options.bucket_bytes, optimizer, options.overlap);
         if (!sync.ok()) return sync.status();
         return std::unique_ptr<GradientSync>(*std::move(sync));
       },
@@ -182,7 +183,12 @@ absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTe
         absl::StrCat("the global batch (workers x batch = ", options.workers * options.train.batch,
                      ") is larger than the training set (", data.train.samples(), " samples)"));
   }
-  if (options.sync == "ps") return RunOverParameterServer(options, data, sink, *optimizer);
+  if (options.sync == "ps") {
+    if (options.overlap) {
+      return absl::InvalidArgumentError("--overlap needs an all-reduce: the ps sync has no buckets yet");
+    }
+    return RunOverParameterServer(options, data, sink, *optimizer);
+  }
   const Collective* collective = FindCollective(options.sync, Kinds::kScheduledAllReduce);
   if (collective == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -23,6 +23,7 @@ struct LocalTrainingOptions {
   int workers = 2;
   std::string sync = "ring";     // "ps" or a scheduled all-reduce of the registry
   std::size_t bucket_bytes = 0;  // all-reduce buckets; 0: one
+  bool overlap = false;          // all-reduce each bucket during backpropagation
   TrainConfig train;
   ReportConfig report;
 };

@@ -4,10 +4,25 @@
 // buckets; 0: one bucket), each all-reduced in order with its own schedule,
 // then divided by N; the optimizer then updates the parameters locally.
 //
-// Thread-safety: one per worker; borrows the transport, which must outlive it.
+// With `overlap`, a communication thread of its own all-reduces each bucket
+// as soon as backpropagation has finished it - from the last bucket to the
+// first, the order in which layers finish - while the layers below are still
+// being computed (DDP's overlap); Step() then waits only for what is left.
+// Every rank runs the buckets in the same order, so the executor's message
+// tags still match, and the sums are the same as without overlap.
+//
+// Thread-safety: one per worker, called from that worker's thread; with
+// overlap the transport is used by the communication thread only. Borrows
+// the transport, which must outlive it.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "allreduce/collective.h"
@@ -27,11 +42,16 @@ class AllReduceSync final : public GradientSync {
                                                                 Transport& transport,
                                                                 std::int64_t count,
                                                                 std::size_t bucket_bytes,
-                                                                const proto::Optimizer& optimizer);
+                                                                const proto::Optimizer& optimizer,
+                                                                bool overlap = false);
+  ~AllReduceSync() override;
 
+  void BeginBackward(std::uint64_t step, std::span<float> gradient) override;
+  void GradientReadyFrom(std::int64_t offset) override;
   absl::Status Step(std::uint64_t step, std::span<float> gradient,
                     std::span<float> parameters) override;
   std::uint64_t PayloadBytes() const override;
+  double OverlappedSeconds() const override { return overlapped_seconds_; }
 
  private:
   struct Bucket {
@@ -41,10 +61,33 @@ class AllReduceSync final : public GradientSync {
   AllReduceSync(Transport& transport, std::unique_ptr<Optimizer> optimizer)
       : transport_(transport), executor_(transport), optimizer_(std::move(optimizer)) {}
 
+  absl::Status AllReduce(const Bucket& bucket, std::span<float> gradient, std::uint64_t step);
+  // The communication thread: all-reduces each bucket once it is ready.
+  void CommunicationLoop();
+  // The next bucket to all-reduce is ready (mu_ held).
+  bool NextBucketReady() const;
+  // Waits for every bucket of the step in flight (overlap only).
+  absl::Status FinishOverlappedStep(std::uint64_t step, std::span<float> gradient);
+
   Transport& transport_;
   Executor executor_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::vector<Bucket> buckets_;
+  std::vector<Bucket> buckets_;  // by offset
+  double overlapped_seconds_ = 0;  // of the last step
+
+  // Overlap: the communication thread and what it shares with the worker.
+  std::thread communication_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool stopping_ = false;                  // guarded by mu_
+  bool step_open_ = false;                 // guarded by mu_
+  std::uint64_t step_ = 0;                 // guarded by mu_
+  std::span<float> gradient_;              // guarded by mu_
+  std::int64_t ready_from_ = std::numeric_limits<std::int64_t>::max();  // guarded by mu_
+  std::size_t buckets_done_ = 0;           // from the last one backwards; guarded by mu_
+  std::optional<std::chrono::steady_clock::time_point> backward_end_;  // guarded by mu_
+  double step_overlapped_ = 0;             // guarded by mu_
+  absl::Status communication_status_;      // the first failure; guarded by mu_
 };
 
 }  // namespace testbed

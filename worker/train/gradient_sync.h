@@ -28,6 +28,13 @@ class GradientSync {
  public:
   virtual ~GradientSync() = default;
 
+  // Backpropagation of `step` is about to write `gradient`. A sync that
+  // overlaps communication with it starts from here; `gradient` must stay
+  // valid until Step() returns.
+  virtual void BeginBackward(std::uint64_t step, std::span<float> gradient) {}
+  // gradient[offset, end) is final (backpropagation fills it from the end).
+  virtual void GradientReadyFrom(std::int64_t offset) {}
+
   // `gradient` is this worker's gradient for `step` (steps count from 1); it
   // is used as scratch. On success `parameters` holds the parameters after
   // the step, the same on every worker.
@@ -37,6 +44,10 @@ class GradientSync {
   // Payload bytes this worker sent and received so far, as its transport or
   // client counted them.
   virtual std::uint64_t PayloadBytes() const = 0;
+
+  // Of the last step's communication, the seconds that ran while the
+  // backward pass was still computing (hidden behind it).
+  virtual double OverlappedSeconds() const { return 0; }
 };
 
 // The optimizer rule `name` ("sgd", "momentum", "adam") with its

@@ -9,7 +9,7 @@ namespace {
 // Sums of one interval's steps.
 struct Interval {
   std::int64_t steps = 0;
-  double loss = 0, compute = 0, communication = 0;
+  double loss = 0, compute = 0, communication = 0, overlapped = 0;
   std::uint64_t payload_start = 0;
 
   void Add(const StepStats& step) {
@@ -17,6 +17,7 @@ struct Interval {
     loss += step.loss;
     compute += step.compute_seconds;
     communication += step.communication_seconds;
+    overlapped += step.overlapped_seconds;
   }
   // Fills the per-step means of `row`.
   void Fill(proto::TrainingRow& row, std::uint64_t payload_now) const {
@@ -24,6 +25,7 @@ struct Interval {
     row.set_loss(loss / n);
     row.set_compute_seconds(compute / n);
     row.set_communication_seconds(communication / n);
+    row.set_overlapped_communication_seconds(overlapped / n);
     row.set_step_seconds((compute + communication) / n);
     row.set_payload_bytes(static_cast<std::uint64_t>((payload_now - payload_start) / n));
   }

@@ -43,12 +43,17 @@ absl::StatusOr<StepStats> WorkerTrainer::Step(GradientSync& sync) {
     batch_inputs_.col(static_cast<Eigen::Index>(i)) = train_.inputs.col(indices[i]);
     batch_labels_[i] = train_.labels[indices[i]];
   }
-  stats.loss = model_.LossAndGradient(parameters_, batch_inputs_, batch_labels_, gradient_);
+  sync.BeginBackward(steps_done_ + 1, gradient_);
+  stats.loss = model_.LossAndGradient(parameters_, batch_inputs_, batch_labels_, gradient_,
+                                      [&](int layer) {
+                                        sync.GradientReadyFrom(model_.LayerRange(layer).offset);
+                                      });
   stats.compute_seconds = SecondsSince(compute_start);
 
   const auto sync_start = std::chrono::steady_clock::now();
   if (absl::Status s = sync.Step(steps_done_ + 1, gradient_, parameters_); !s.ok()) return s;
   stats.communication_seconds = SecondsSince(sync_start);
+  stats.overlapped_seconds = sync.OverlappedSeconds();
   ++steps_done_;
   return stats;
 }

@@ -33,8 +33,9 @@ struct TrainConfig {
 
 struct StepStats {
   float loss = 0;  // this worker's batch
-  double compute_seconds = 0;
-  double communication_seconds = 0;
+  double compute_seconds = 0;        // forward and backward pass
+  double communication_seconds = 0;  // exposed: after the backward pass, until synchronised
+  double overlapped_seconds = 0;     // hidden: communication during the backward pass
 };
 
 class WorkerTrainer {
