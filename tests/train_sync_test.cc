@@ -268,6 +268,66 @@ TEST(AllReduceSyncTest, OverlapGivesExactlyTheParametersOfTheSameBucketsWithout)
   }
 }
 
+// A worker that dies mid-training (here: rank 1 before its third step's
+// all-reduce) makes the others' steps fail naming it, with or without
+// overlap, instead of hanging.
+class DyingSync final : public GradientSync {
+ public:
+  DyingSync(std::unique_ptr<GradientSync> inner, InProcessFabric& fabric, int rank)
+      : inner_(std::move(inner)), fabric_(fabric), rank_(rank) {}
+  void BeginBackward(std::uint64_t step, std::span<float> gradient) override {
+    inner_->BeginBackward(step, gradient);
+  }
+  void GradientReadyFrom(std::int64_t offset) override { inner_->GradientReadyFrom(offset); }
+  absl::Status Step(std::uint64_t step, std::span<float> gradient,
+                    std::span<float> parameters) override {
+    if (rank_ == 1 && step == 3) {
+      fabric_.MarkLost(1);
+      return absl::AbortedError("killed");
+    }
+    return inner_->Step(step, gradient, parameters);
+  }
+  std::uint64_t PayloadBytes() const override { return inner_->PayloadBytes(); }
+
+ private:
+  std::unique_ptr<GradientSync> inner_;
+  InProcessFabric& fabric_;
+  const int rank_;
+};
+
+TEST(AllReduceSyncTest, ALostWorkerFailsTheOthersStepsNamingIt) {
+  const Dataset data = ToyData();
+  const TrainConfig config = Config("sgd", kBatch);
+  const proto::Optimizer rule = *OptimizerConfig("sgd", config.learning_rate, 0);
+  for (bool overlap : {false, true}) {
+    InProcessFabric fabric(3, std::chrono::seconds(20));
+    std::vector<std::unique_ptr<Transport>> transports;
+    for (int rank = 0; rank < 3; ++rank) transports.push_back(fabric.Connect(rank));
+    std::vector<absl::Status> ends(3);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 3; ++rank) {
+      threads.emplace_back([&, rank] {
+        WorkerTrainer trainer(config, data, rank, 3);
+        auto inner = AllReduceSync::Create(*FindCollective("ring"), *transports[rank],
+                                           trainer.model().parameter_count(), 40, rule, overlap);
+        ASSERT_TRUE(inner.ok()) << inner.status();
+        DyingSync sync(*std::move(inner), fabric, rank);
+        for (int step = 0; step < kSteps && ends[rank].ok(); ++step) {
+          ends[rank] = trainer.Step(sync).status();
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(ends[1].code(), absl::StatusCode::kAborted);
+    for (int rank : {0, 2}) {
+      EXPECT_FALSE(ends[rank].ok()) << "rank " << rank << ", overlap " << overlap;
+      EXPECT_NE(ends[rank].message().find("lost connection to rank 1"), std::string::npos)
+          << "rank " << rank << ", overlap " << overlap << ": " << ends[rank];
+      EXPECT_NE(ends[rank].message().find("step 3"), std::string::npos) << ends[rank];
+    }
+  }
+}
+
 TEST(AllReduceSyncTest, RefusesACollectiveThatIsNotAScheduledAllReduce) {
   InProcessFabric fabric(1);
   std::unique_ptr<Transport> transport = fabric.Connect(0);
