@@ -268,9 +268,12 @@ TEST(AllReduceSyncTest, OverlapGivesExactlyTheParametersOfTheSameBucketsWithout)
   }
 }
 
-// A worker that dies mid-training (here: rank 1 before its third step's
-// all-reduce) makes the others' steps fail naming it, with or without
-// overlap, instead of hanging.
+// A worker that dies mid-training (here: rank 1 in its third step) makes the
+// others' steps fail with a lost connection, with or without overlap,
+// instead of hanging until a deadline. A worker whose step failed is gone
+// too (the local deployment closes its transport; a process would exit), so
+// a survivor may learn of the loss through the other survivor: each names a
+// lost rank, and one of them names rank 1.
 class DyingSync final : public GradientSync {
  public:
   DyingSync(std::unique_ptr<GradientSync> inner, InProcessFabric& fabric, int rank)
@@ -311,20 +314,29 @@ TEST(AllReduceSyncTest, ALostWorkerFailsTheOthersStepsNamingIt) {
         auto inner = AllReduceSync::Create(*FindCollective("ring"), *transports[rank],
                                            trainer.model().parameter_count(), 40, rule, overlap);
         ASSERT_TRUE(inner.ok()) << inner.status();
-        DyingSync sync(*std::move(inner), fabric, rank);
-        for (int step = 0; step < kSteps && ends[rank].ok(); ++step) {
-          ends[rank] = trainer.Step(sync).status();
+        {
+          DyingSync sync(*std::move(inner), fabric, rank);
+          for (int step = 0; step < kSteps && ends[rank].ok(); ++step) {
+            ends[rank] = trainer.Step(sync).status();
+          }
         }
+        if (!ends[rank].ok()) fabric.MarkLost(rank);
       });
     }
     for (std::thread& thread : threads) thread.join();
     EXPECT_EQ(ends[1].code(), absl::StatusCode::kAborted);
+    int naming_rank_1 = 0;
     for (int rank : {0, 2}) {
-      EXPECT_FALSE(ends[rank].ok()) << "rank " << rank << ", overlap " << overlap;
-      EXPECT_NE(ends[rank].message().find("lost connection to rank 1"), std::string::npos)
+      EXPECT_EQ(ends[rank].code(), absl::StatusCode::kUnavailable)
+          << "rank " << rank << ", overlap " << overlap << ": " << ends[rank];
+      EXPECT_NE(ends[rank].message().find("lost connection to rank"), std::string::npos)
           << "rank " << rank << ", overlap " << overlap << ": " << ends[rank];
       EXPECT_NE(ends[rank].message().find("step 3"), std::string::npos) << ends[rank];
+      if (ends[rank].message().find("lost connection to rank 1") != std::string::npos) {
+        ++naming_rank_1;
+      }
     }
+    EXPECT_GE(naming_rank_1, 1) << "overlap " << overlap;
   }
 }
 
