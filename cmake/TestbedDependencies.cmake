@@ -24,6 +24,8 @@ testbed_require(ucx CONFIG APT libucx-dev)
 testbed_require(GTest APT libgtest-dev libgmock-dev)
 testbed_require(CLI11 CONFIG APT libcli11-dev)
 testbed_require(spdlog CONFIG APT libspdlog-dev)
+testbed_require(Eigen3 CONFIG APT libeigen3-dev)  # testbed train: the MLP's matrices
+testbed_require(ZLIB APT zlib1g-dev)               # testbed train: gzipped IDX files
 find_package(Threads REQUIRED)
 
 if(_testbed_missing)

@@ -13,6 +13,10 @@ For each number of workers N it writes, as PNG and SVG:
 and, when the files hold more than one N:
   time_vs_n    time per algorithm against N at the largest size measured for
                every N (log-log)
+and, from `testbed train --out` rows (proto/training.proto):
+  train_accuracy   test accuracy against training time, one line per run
+  train_step_time  each run's mean step time: compute, exposed and hidden
+                   communication
 One line or bar group per (algorithm, transport); when several files are given,
 the file name is added to the label. Needs python3-matplotlib.
 """
@@ -68,6 +72,78 @@ def read_rows(paths):
                     record["_wire"] = sent + received if record.get("servers", 0) > 0 else sent
                 rows.append(record)
     return rows
+
+
+def read_training_rows(paths):
+    """TrainingRow lines of `testbed train --out`; int64 fields arrive as strings."""
+    rows = []
+    for path in paths:
+        label = os.path.splitext(os.path.basename(path))[0]
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(record, dict) or record.get("kind") not in ("PROGRESS", "RUN"):
+                    continue
+                if "sync" not in record:
+                    continue
+                for field in ("workers", "step", "bucket_bytes", "parameters"):
+                    record[field] = int(record.get(field, 0))
+                record["_file"] = label
+                rows.append(record)
+    return rows
+
+
+def training_key(row, many_files):
+    name = f"{row['sync']} N={row['workers']} {row['parameters']} params"
+    if row.get("bucket_bytes"):
+        name += f" bucket {size_label(row['bucket_bytes'])}"
+    if row.get("overlap"):
+        name += " overlap"
+    return name + (f" [{row['_file']}]" if many_files else "")
+
+
+def training_accuracy_plot(rows, many_files, out_dir, name):
+    series = defaultdict(list)
+    for r in rows:
+        if r["kind"] == "PROGRESS":
+            series[training_key(r, many_files)].append(
+                (r.get("training_seconds", 0), 100 * r.get("test_accuracy", 0)))
+    if not series:
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key in sorted(series):
+        xs, ys = zip(*sorted(series[key]))
+        ax.plot(xs, ys, marker="o", markersize=4, label=key)
+    ax.set_xlabel("training time (s, worker 0's steps; evaluation excluded)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("Test accuracy against time, per synchronisation scheme")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    save(fig, out_dir, name)
+
+
+def training_step_plot(rows, many_files, out_dir, name):
+    runs = {training_key(r, many_files): r for r in rows if r["kind"] == "RUN"}
+    if not runs:
+        return
+    keys = sorted(runs)
+    parts = [("compute", "compute_seconds"), ("exposed communication", "communication_seconds"),
+             ("hidden communication", "overlapped_communication_seconds")]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(keys) + 2), 4.5))
+    width = 0.8 / len(parts)
+    for i, (label, field) in enumerate(parts):
+        xs = [j + (i - (len(parts) - 1) / 2) * width for j in range(len(keys))]
+        ax.bar(xs, [1e3 * runs[k].get(field, 0) for k in keys], width, label=label)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(keys, fontsize="x-small", rotation=20, ha="right")
+    ax.set_ylabel("mean per step (ms)")
+    ax.set_title("Step time: compute, then exposed communication (hidden ran during compute)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    save(fig, out_dir, name)
 
 
 def size_label(n):
@@ -217,10 +293,13 @@ def main():
     args = parser.parse_args()
 
     rows = read_rows(args.files)
-    if not rows:
-        sys.exit("no result records in " + ", ".join(args.files))
+    training = read_training_rows(args.files)
+    if not rows and not training:
+        sys.exit("no result or training records in " + ", ".join(args.files))
     os.makedirs(args.out, exist_ok=True)
     many_files = len(args.files) > 1
+    training_accuracy_plot(training, many_files, args.out, "train_accuracy")
+    training_step_plot(training, many_files, args.out, "train_step_time")
     by_workers = defaultdict(lambda: defaultdict(list))
     for row in rows:
         by_workers[int(row["workers"])][series_key(row, many_files)].append(row)

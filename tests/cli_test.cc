@@ -2,10 +2,15 @@
 // itself answering bad input with a clear message and a non-zero exit.
 #include <gtest/gtest.h>
 
+#include <google/protobuf/util/json_util.h>
+
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli_runner.h"
 #include "common/byte_size.h"
@@ -13,6 +18,7 @@
 #include "experiments/results/table.h"
 #include "experiments/cli/trace_command.h"
 #include "experiments/cli/traffic_command.h"
+#include "proto/training.pb.h"
 
 namespace testbed {
 namespace {
@@ -170,12 +176,48 @@ TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
            Case{"local --iters 99999999999999999999", "--iters"},
            Case{"local --timeout 99999999999999999999", "--timeout"},
            Case{"local --link-rate 1" + std::string(308, '0') + "gbit", "bad link rate"},
+           Case{"train --sync quicksort", "unknown algorithm 'quicksort'"},
+           Case{"train --sync reduce-scatter", "unknown algorithm 'reduce-scatter'"},
+           Case{"train --optimizer adagrad", "--optimizer"},
+           Case{"train --batch 0", "--batch"},
+           Case{"train --hidden 64,0", "--hidden"},
+           Case{"train --deployment compose", "--deployment"},
+           Case{"train --data-dir /nonexistent", "install Debian's dataset-fashion-mnist"},
        }) {
     const auto [status, output] = RunCli(c.args);
     // An exit with a status, not a crash (an abort reads as 134 or -1).
     EXPECT_TRUE(status > 0 && status < 128) << c.args << ": " << status << "\n" << output;
     EXPECT_NE(output.find(c.message), std::string::npos) << c.args << "\n" << output;
   }
+}
+
+// `testbed train --out`: every line is a TrainingRow that protobuf's own JSON
+// parser reads back, progress rows then one run row.
+TEST(TrainCommandTest, RowsReadBackAsTrainingRows) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  const std::string out = ::testing::TempDir() + "/train_rows.jsonl";
+  const auto [status, output] = RunCli(
+      "train --workers 2 --sync tree --hidden 16 --batch 8 --steps 20 --report-every 10 --out " +
+      out);
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("train: epoch"), std::string::npos) << "progress on stderr\n" << output;
+  std::ifstream in(out);
+  std::vector<proto::TrainingRow> rows;
+  for (std::string line; std::getline(in, line);) {
+    proto::TrainingRow row;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &row).ok()) << line;
+    rows.push_back(row);
+  }
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].kind(), proto::TrainingRow::PROGRESS);
+  EXPECT_EQ(rows[0].step(), 10u);
+  EXPECT_EQ(rows[2].kind(), proto::TrainingRow::RUN);
+  EXPECT_EQ(rows[2].sync(), "tree");
+  EXPECT_EQ(rows[2].workers(), 2u);
+  EXPECT_EQ(rows[2].parameters(), 784 * 16 + 16 + 16 * 10 + 10);
+  EXPECT_GT(rows[2].test_accuracy(), 0.1) << "better than chance after 20 steps";
 }
 
 TEST(CliBinaryTest, HelpExplainsEachSubcommand) {

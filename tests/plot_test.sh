@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # experiments/plot.py on a small results file: every figure it promises for
 # the rows given (time, bus bandwidth, traffic with wire bytes, measured vs
-# model, time vs N) is written as PNG and SVG. Skipped (77) without matplotlib.
+# model, time vs N; training accuracy against time and the step-time
+# breakdown) is written as PNG and SVG. Skipped (77) without matplotlib.
 set -euo pipefail
 plot=$1
 python=${2:-/usr/bin/python3}
@@ -23,6 +24,19 @@ trap 'rm -rf "$dir"' EXIT
 for name in time_n2 busbw_n2 traffic_n2 model_n2 time_n4 model_n4 time_vs_n; do
   for ext in png svg; do
     [[ -s "$dir/fig/$name.$ext" ]] || { echo "missing $name.$ext"; ls "$dir/fig"; exit 1; }
+  done
+done
+# `testbed train --out` rows (int64 fields as strings, as protobuf writes them).
+for sync in ps ring; do
+  for step in 100 200; do
+    echo "{\"kind\": \"PROGRESS\", \"sync\": \"$sync\", \"workers\": 2, \"parameters\": \"101770\", \"bucket_bytes\": \"0\", \"step\": \"$step\", \"training_seconds\": 0.$step, \"test_accuracy\": 0.8}"
+  done
+  echo "{\"kind\": \"RUN\", \"sync\": \"$sync\", \"workers\": 2, \"parameters\": \"101770\", \"bucket_bytes\": \"1048576\", \"overlap\": true, \"step\": \"200\", \"compute_seconds\": 0.001, \"communication_seconds\": 0.002, \"overlapped_communication_seconds\": 0.0005}"
+done > "$dir/train.jsonl"
+"$python" "$plot" "$dir/train.jsonl" --out "$dir/train_fig"
+for name in train_accuracy train_step_time; do
+  for ext in png svg; do
+    [[ -s "$dir/train_fig/$name.$ext" ]] || { echo "missing $name.$ext"; ls "$dir/train_fig"; exit 1; }
   done
 done
 echo "plot_test: all figures written"

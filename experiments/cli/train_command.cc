@@ -1,0 +1,141 @@
+#include "experiments/cli/train_command.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_format.h"
+#include "experiments/cli/cli_common.h"
+#include "worker/train/dataset.h"
+
+namespace testbed {
+namespace {
+
+std::string ProgressLine(const proto::TrainingRow& row) {
+  return absl::StrFormat(
+      "train: epoch %.2f step %d: loss %.4f, train %.2f%%, test %.2f%%; step %.2f ms "
+      "(compute %.2f, exposed communication %.2f, hidden %.2f), %d payload bytes per step",
+      row.epoch(), row.step(), row.loss(), 100 * row.train_accuracy(), 100 * row.test_accuracy(),
+      1e3 * row.step_seconds(), 1e3 * row.compute_seconds(), 1e3 * row.communication_seconds(),
+      1e3 * row.overlapped_communication_seconds(), row.payload_bytes());
+}
+
+std::string SummaryLine(const proto::TrainingRow& row) {
+  std::string target = row.has_time_to_target_seconds()
+                           ? absl::StrFormat("%.2f s", row.time_to_target_seconds())
+                           : std::string("not reached");
+  return absl::StrFormat(
+      "%s, N = %d, %d parameters: test accuracy %.2f%% after %d steps, %.0f samples/s, "
+      "step %.2f ms (compute %.2f, exposed communication %.2f, hidden %.2f), time to %.0f%%: %s",
+      row.sync(), row.workers(), row.parameters(), 100 * row.test_accuracy(), row.step(),
+      row.samples_per_second(), 1e3 * row.step_seconds(), 1e3 * row.compute_seconds(),
+      1e3 * row.communication_seconds(), 1e3 * row.overlapped_communication_seconds(),
+      100 * row.target_accuracy(), target);
+}
+
+}  // namespace
+
+CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Data-parallel training of an MLP on Fashion-MNIST, synchronised through the parameter "
+      "server or an all-reduce; measures loss, accuracy and step time (compute and "
+      "communication)");
+  cmd->add_option("--deployment", options.deployment,
+                  "local: N workers as threads of this process, over UCX on loopback (all-reduce) "
+                  "or gRPC to an in-process shard (ps)")
+      ->check(CLI::IsMember({"local"}))
+      ->capture_default_str();
+  cmd->add_option("-n,--workers", options.run.workers, "Number of workers N")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--sync", options.run.sync, "How gradients are synchronised")
+      ->check(CollectiveValidator(Kinds::kAllReduce))
+      ->capture_default_str();
+  cmd->add_option("--hidden", options.run.train.hidden,
+                  "Hidden layer widths, comma-separated (e.g. 256,256)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("-B,--batch", options.run.train.batch, "Batch per worker B (global: N * B)")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
+  cmd->add_option("--lr", options.run.train.learning_rate, "Learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--optimizer", options.run.train.optimizer, "sgd, momentum or adam")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->capture_default_str();
+  cmd->add_option("--momentum", options.run.train.momentum, "Momentum's mu")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--epochs", options.run.train.epochs, "Epochs to train")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--steps", options.run.train.steps, "Steps to train, instead of --epochs")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  cmd->add_option("--seed", options.run.train.seed,
+                  "Seed of the initial parameters and of the samples' order")
+      ->capture_default_str();
+  cmd->add_option("--bucket-mb", options.bucket_mb,
+                  "All-reduce the gradient in buckets of this many MiB (0: one bucket)")
+      ->check(CLI::Range(0.0, 4096.0))
+      ->capture_default_str();
+  cmd->add_flag("--overlap", options.run.overlap,
+               "All-reduce each bucket on a communication thread as soon as backpropagation "
+               "has finished it (use with --bucket-mb)");
+  cmd->add_option("--report-every", options.run.report.every_steps,
+                  "Steps between progress rows (0: once per epoch)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--target-accuracy", options.run.report.target_accuracy,
+                  "Test accuracy for the run's time to accuracy")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--data-dir", options.data_dir,
+                  "Folder of the Fashion-MNIST IDX files (default: Debian's)");
+  cmd->add_option("-o,--out", options.out, "Write every row as a JSON line to this file");
+  return cmd;
+}
+
+int RunTrain(const TrainOptions& options, std::ostream& out, std::ostream& err) {
+  std::ofstream jsonl;
+  if (!options.out.empty()) {
+    jsonl.open(options.out);
+    if (!jsonl) {
+      err << "testbed train: cannot write " << options.out << "\n";
+      return 1;
+    }
+  }
+  absl::StatusOr<TrainTestSplit> data =
+      LoadFashionMnist(options.data_dir.empty() ? kFashionMnistDir : options.data_dir);
+  if (!data.ok()) {
+    err << "testbed train: " << data.status().message() << "\n";
+    return 1;
+  }
+  LocalTrainingOptions run = options.run;
+  run.bucket_bytes = static_cast<std::size_t>(options.bucket_mb * (1 << 20));
+
+  google::protobuf::util::JsonPrintOptions json;
+  json.preserve_proto_field_names = true;
+  json.always_print_primitive_fields = true;
+  proto::TrainingRow summary;
+  absl::Status status = RunLocalTraining(run, *data, [&](const proto::TrainingRow& row) {
+    if (row.kind() == proto::TrainingRow::PROGRESS) err << ProgressLine(row) << std::endl;
+    if (row.kind() == proto::TrainingRow::RUN) summary = row;
+    if (jsonl.is_open()) {
+      std::string line;
+      (void)google::protobuf::util::MessageToJsonString(row, &line, json);
+      jsonl << line << "\n" << std::flush;
+    }
+  });
+  if (!status.ok()) {
+    err << "testbed train: " << status.message() << "\n";
+    return 1;
+  }
+  out << SummaryLine(summary) << "\n";
+  return 0;
+}
+
+}  // namespace testbed

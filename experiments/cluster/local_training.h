@@ -1,0 +1,35 @@
+// `testbed train`'s local deployment: N workers as threads of this process,
+// each with its own model and its own GradientSync - over the real UCX
+// transport on loopback (one UcxTransport per thread, addresses exchanged in
+// memory) for the all-reduces, or through PsClient over gRPC on loopback to
+// a parameter-server shard served from this process for "ps". It is not yet
+// the daemons of `testbed local`: training inside testbed-worker is a later
+// step. It lives here, not in worker/, because it hosts a server shard.
+//
+// Thread-safety: RunLocalTraining owns its threads and joins them; `sink` is
+// called from worker 0's thread only.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "worker/train/dataset.h"
+#include "worker/train/training_loop.h"
+#include "worker/train/worker_trainer.h"
+
+namespace testbed {
+
+struct LocalTrainingOptions {
+  int workers = 2;
+  std::string sync = "ring";     // "ps" or a scheduled all-reduce of the registry
+  std::size_t bucket_bytes = 0;  // all-reduce buckets; 0: one
+  bool overlap = false;          // all-reduce each bucket during backpropagation
+  TrainConfig train;
+  ReportConfig report;
+};
+
+// Fails with the first worker's error, naming the worker.
+absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTestSplit& data,
+                              const TrainingRowSink& sink);
+
+}  // namespace testbed

@@ -1,0 +1,363 @@
+// Data-parallel training is single-process training with the global batch:
+// N workers with batch B, synchronised through the parameter server (SGD,
+// momentum, Adam on the shard, averaged) or any scheduled all-reduce of the
+// registry, hold after K steps the parameters one worker holds after K steps
+// with batch N*B (worker/train/batch_sampler.h gives them the same samples).
+//
+// Tolerance: 1e-5 absolute on parameters of order 1. The sums differ only in
+// the order of float additions (rank order, ring order, the shard's order)
+// and the parameter server adds a displacement to the initial values
+// instead of updating them in place: a few float32 roundings (1.2e-7 each)
+// per step, over K = 5 steps. A wrong average (sum instead of mean), a
+// worker training on the wrong samples or a skipped step is off by 1e-3 or
+// more.
+//
+// Also: training is deterministic given the seed (bit for bit, over the
+// in-process transport), and a different seed trains differently.
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allreduce/collective.h"
+#include "allreduce/transport/inprocess_transport.h"
+#include "server/parameter_server_service.h"
+#include "server/parameter_store.h"
+#include "worker/ps_client.h"
+#include "worker/train/allreduce_sync.h"
+#include "worker/train/ps_sync.h"
+#include "worker/train/worker_trainer.h"
+
+namespace testbed {
+namespace {
+
+constexpr int kSteps = 5;
+constexpr int kBatch = 3;  // per worker
+constexpr float kTolerance = 1e-5f;
+
+// 13 features, 4 classes, 40 samples: with N*B = 12 an epoch is 3 steps, so
+// K = 5 crosses into the second epoch's order.
+Dataset ToyData() {
+  std::mt19937 random(42);
+  std::uniform_real_distribution<float> value(0.0f, 1.0f);
+  Dataset data;
+  data.classes = 4;
+  data.inputs.resize(13, 40);
+  for (int s = 0; s < 40; ++s) {
+    for (int f = 0; f < 13; ++f) data.inputs(f, s) = value(random);
+    data.labels.push_back(s % data.classes);
+  }
+  return data;
+}
+
+TrainConfig Config(const std::string& optimizer, int batch, std::uint64_t seed = 1) {
+  TrainConfig config;
+  config.hidden = {9, 7};
+  config.batch = batch;
+  config.optimizer = optimizer;
+  config.learning_rate = optimizer == "adam" ? 0.01 : 0.2;
+  config.momentum = 0.9;
+  config.steps = kSteps;
+  config.seed = seed;
+  return config;
+}
+
+using MakeSync = std::function<std::unique_ptr<GradientSync>(int rank, WorkerTrainer& trainer)>;
+
+// Trains N workers on threads for kSteps; returns each worker's parameters.
+std::vector<std::vector<float>> Train(const Dataset& data, const TrainConfig& config, int workers,
+                                      const MakeSync& make_sync) {
+  std::vector<std::vector<float>> parameters(workers);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < workers; ++rank) {
+    threads.emplace_back([&, rank] {
+      WorkerTrainer trainer(config, data, rank, workers);
+      std::unique_ptr<GradientSync> sync = make_sync(rank, trainer);
+      if (sync == nullptr) return;
+      for (int step = 0; step < kSteps; ++step) {
+        absl::StatusOr<StepStats> stats = trainer.Step(*sync);
+        if (!stats.ok()) {
+          ADD_FAILURE() << "rank " << rank << ": " << stats.status();
+          return;
+        }
+      }
+      parameters[rank].assign(trainer.parameters().begin(), trainer.parameters().end());
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return parameters;
+}
+
+std::vector<std::vector<float>> TrainOverAllReduce(const Collective& collective,
+                                                   const Dataset& data, const TrainConfig& config,
+                                                   int workers) {
+  InProcessFabric fabric(workers);
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int rank = 0; rank < workers; ++rank) transports.push_back(fabric.Connect(rank));
+  const proto::Optimizer optimizer =
+      *OptimizerConfig(config.optimizer, config.learning_rate, config.momentum);
+  return Train(data, config, workers, [&](int rank, WorkerTrainer& trainer) {
+    absl::StatusOr<std::unique_ptr<AllReduceSync>> sync = AllReduceSync::Create(
+        collective, *transports[rank], trainer.model().parameter_count(), 0, optimizer);
+    EXPECT_TRUE(sync.ok()) << sync.status();
+    return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
+  });
+}
+
+// One worker with the global batch: what data-parallel training must equal.
+std::vector<float> TrainAlone(const Dataset& data, const std::string& optimizer, int workers) {
+  return TrainOverAllReduce(*FindCollective("ring"), data, Config(optimizer, kBatch * workers),
+                            1)[0];
+}
+
+void ExpectEveryWorkerNear(const std::vector<std::vector<float>>& workers,
+                           const std::vector<float>& expected) {
+  for (std::size_t rank = 0; rank < workers.size(); ++rank) {
+    ASSERT_EQ(workers[rank].size(), expected.size()) << "rank " << rank;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_NEAR(workers[rank][i], expected[i], kTolerance) << "rank " << rank << ", parameter " << i;
+    }
+  }
+}
+
+// Every scheduled all-reduce of the registry, at world sizes with and without
+// a power of two (butterfly and halving-doubling fold the extra ranks).
+class AllReduceTrainingTest
+    : public ::testing::TestWithParam<std::tuple<const Collective*, int, std::string>> {};
+
+TEST_P(AllReduceTrainingTest, EqualsOneWorkerWithTheGlobalBatch) {
+  const auto& [collective, workers, optimizer] = GetParam();
+  const Dataset data = ToyData();
+  const std::vector<float> alone = TrainAlone(data, optimizer, workers);
+  ASSERT_NE(alone, Mlp(WorkerTrainer::LayerSizes(Config(optimizer, kBatch), data))
+                       .InitialParameters(1))
+      << "training must move the parameters";
+  ExpectEveryWorkerNear(TrainOverAllReduce(*collective, data, Config(optimizer, kBatch), workers),
+                        alone);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Registry, AllReduceTrainingTest,
+    ::testing::Combine(::testing::ValuesIn(CollectivesOf(Kinds::kScheduledAllReduce)),
+                       ::testing::Values(3, 4), ::testing::Values("sgd", "momentum")),
+    [](const auto& info) {
+      std::string name = std::string(std::get<0>(info.param)->name) + "_" +
+                         std::to_string(std::get<1>(info.param)) + "_" + std::get<2>(info.param);
+      for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+// A parameter-server shard (or two) served from this process on loopback.
+class PsTrainingTest : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {
+ protected:
+  struct Shard {
+    ParameterStore store;
+    std::unique_ptr<ParameterServerService> service;
+    std::unique_ptr<grpc::Server> server;
+  };
+  void SetUp() override {
+    for (int s = 0; s < std::get<1>(GetParam()); ++s) {
+      auto shard = std::make_unique<Shard>();
+      shard->service = std::make_unique<ParameterServerService>(shard->store, kCredentials,
+                                                                 std::chrono::seconds(20));
+      grpc::ServerBuilder builder;
+      int port = 0;
+      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+      builder.RegisterService(shard->service.get());
+      shard->server = builder.BuildAndStart();
+      ASSERT_NE(port, 0);
+      addresses_.push_back("127.0.0.1:" + std::to_string(port));
+      shards_.push_back(std::move(shard));
+    }
+  }
+  void TearDown() override {
+    for (auto& shard : shards_) {
+      shard->store.Shutdown();
+      shard->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    }
+  }
+
+  const Credentials kCredentials{"train", "secret"};
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+TEST_P(PsTrainingTest, EqualsOneWorkerWithTheGlobalBatch) {
+  const auto& [workers, shards, optimizer] = GetParam();
+  const Dataset data = ToyData();
+  const TrainConfig config = Config(optimizer, kBatch);
+  const proto::Optimizer rule =
+      *OptimizerConfig(config.optimizer, config.learning_rate, config.momentum);
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (int rank = 0; rank < workers; ++rank) {
+    clients.push_back(std::make_unique<PsClient>(addresses_, kCredentials, std::chrono::seconds(20)));
+  }
+  const std::vector<std::vector<float>> trained =
+      Train(data, config, workers, [&](int rank, WorkerTrainer& trainer) {
+        absl::StatusOr<std::unique_ptr<PsSync>> sync =
+            PsSync::Create(*clients[rank], "params", static_cast<std::uint32_t>(rank), workers,
+                           trainer.parameters(), rule);
+        EXPECT_TRUE(sync.ok()) << sync.status();
+        return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
+      });
+  ExpectEveryWorkerNear(trained, TrainAlone(data, optimizer, workers));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersShardsOptimizers, PsTrainingTest,
+                         ::testing::Combine(::testing::Values(1, 3), ::testing::Values(1, 2),
+                                            ::testing::Values("sgd", "momentum", "adam")));
+
+TEST(TrainingDeterminismTest, TheSameSeedTrainsTheSameParametersBitForBit) {
+  const Dataset data = ToyData();
+  const Collective& ring = *FindCollective("ring");
+  const auto first = TrainOverAllReduce(ring, data, Config("adam", kBatch, 5), 3);
+  const auto second = TrainOverAllReduce(ring, data, Config("adam", kBatch, 5), 3);
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(first[0], first[2]) << "every worker holds the same parameters";
+  EXPECT_NE(first, TrainOverAllReduce(ring, data, Config("adam", kBatch, 6), 3));
+}
+
+TEST(AllReduceSyncTest, BucketsGiveTheSameParametersAsOneAllReduce) {
+  const Dataset data = ToyData();
+  const TrainConfig config = Config("sgd", kBatch);
+  const proto::Optimizer rule = *OptimizerConfig("sgd", config.learning_rate, 0);
+  InProcessFabric fabric(2);
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int rank = 0; rank < 2; ++rank) transports.push_back(fabric.Connect(rank));
+  const auto bucketed = Train(data, config, 2, [&](int rank, WorkerTrainer& trainer) {
+    // 40-byte buckets: ten floats each, the last one shorter.
+    auto sync = AllReduceSync::Create(*FindCollective("ring"), *transports[rank],
+                                      trainer.model().parameter_count(), 40, rule);
+    EXPECT_TRUE(sync.ok()) << sync.status();
+    return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
+  });
+  ExpectEveryWorkerNear(bucketed, TrainAlone(data, "sgd", 2));
+}
+
+// Overlap all-reduces the buckets on a thread of their own, from the last to
+// the first, while backpropagation still runs: the same sums as without it,
+// bit for bit, so the same parameters.
+std::vector<std::vector<float>> TrainBucketed(const Collective& collective, const Dataset& data,
+                                              int workers, bool overlap) {
+  const TrainConfig config = Config("momentum", kBatch);
+  const proto::Optimizer rule =
+      *OptimizerConfig(config.optimizer, config.learning_rate, config.momentum);
+  InProcessFabric fabric(workers);
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int rank = 0; rank < workers; ++rank) transports.push_back(fabric.Connect(rank));
+  return Train(data, config, workers, [&](int rank, WorkerTrainer& trainer) {
+    auto sync = AllReduceSync::Create(collective, *transports[rank],
+                                      trainer.model().parameter_count(), 40, rule, overlap);
+    EXPECT_TRUE(sync.ok()) << sync.status();
+    return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
+  });
+}
+
+TEST(AllReduceSyncTest, OverlapGivesExactlyTheParametersOfTheSameBucketsWithout) {
+  const Dataset data = ToyData();
+  for (const char* name : {"ring", "halving-doubling"}) {
+    const Collective& collective = *FindCollective(name);
+    const auto overlapped = TrainBucketed(collective, data, 3, true);
+    EXPECT_EQ(overlapped, TrainBucketed(collective, data, 3, false)) << name;
+    ExpectEveryWorkerNear(overlapped, TrainAlone(data, "momentum", 3));
+  }
+}
+
+// A worker that dies mid-training (here: rank 1 in its third step) makes the
+// others' steps fail with a lost connection, with or without overlap,
+// instead of hanging until a deadline. A worker whose step failed is gone
+// too (the local deployment closes its transport; a process would exit), so
+// a survivor may learn of the loss through the other survivor: each names a
+// lost rank, and one of them names rank 1.
+class DyingSync final : public GradientSync {
+ public:
+  DyingSync(std::unique_ptr<GradientSync> inner, InProcessFabric& fabric, int rank)
+      : inner_(std::move(inner)), fabric_(fabric), rank_(rank) {}
+  void BeginBackward(std::uint64_t step, std::span<float> gradient) override {
+    inner_->BeginBackward(step, gradient);
+  }
+  void GradientReadyFrom(std::int64_t offset) override { inner_->GradientReadyFrom(offset); }
+  absl::Status Step(std::uint64_t step, std::span<float> gradient,
+                    std::span<float> parameters) override {
+    if (rank_ == 1 && step == 3) {
+      fabric_.MarkLost(1);
+      return absl::AbortedError("killed");
+    }
+    return inner_->Step(step, gradient, parameters);
+  }
+  std::uint64_t PayloadBytes() const override { return inner_->PayloadBytes(); }
+
+ private:
+  std::unique_ptr<GradientSync> inner_;
+  InProcessFabric& fabric_;
+  const int rank_;
+};
+
+TEST(AllReduceSyncTest, ALostWorkerFailsTheOthersStepsNamingIt) {
+  const Dataset data = ToyData();
+  const TrainConfig config = Config("sgd", kBatch);
+  const proto::Optimizer rule = *OptimizerConfig("sgd", config.learning_rate, 0);
+  for (bool overlap : {false, true}) {
+    InProcessFabric fabric(3, std::chrono::seconds(20));
+    std::vector<std::unique_ptr<Transport>> transports;
+    for (int rank = 0; rank < 3; ++rank) transports.push_back(fabric.Connect(rank));
+    std::vector<absl::Status> ends(3);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 3; ++rank) {
+      threads.emplace_back([&, rank] {
+        WorkerTrainer trainer(config, data, rank, 3);
+        auto inner = AllReduceSync::Create(*FindCollective("ring"), *transports[rank],
+                                           trainer.model().parameter_count(), 40, rule, overlap);
+        ASSERT_TRUE(inner.ok()) << inner.status();
+        {
+          DyingSync sync(*std::move(inner), fabric, rank);
+          for (int step = 0; step < kSteps && ends[rank].ok(); ++step) {
+            ends[rank] = trainer.Step(sync).status();
+          }
+        }
+        if (!ends[rank].ok()) fabric.MarkLost(rank);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(ends[1].code(), absl::StatusCode::kAborted);
+    int naming_rank_1 = 0;
+    for (int rank : {0, 2}) {
+      EXPECT_EQ(ends[rank].code(), absl::StatusCode::kUnavailable)
+          << "rank " << rank << ", overlap " << overlap << ": " << ends[rank];
+      EXPECT_NE(ends[rank].message().find("lost connection to rank"), std::string::npos)
+          << "rank " << rank << ", overlap " << overlap << ": " << ends[rank];
+      EXPECT_NE(ends[rank].message().find("step 3"), std::string::npos) << ends[rank];
+      if (ends[rank].message().find("lost connection to rank 1") != std::string::npos) {
+        ++naming_rank_1;
+      }
+    }
+    EXPECT_GE(naming_rank_1, 1) << "overlap " << overlap;
+  }
+}
+
+TEST(AllReduceSyncTest, RefusesACollectiveThatIsNotAScheduledAllReduce) {
+  InProcessFabric fabric(1);
+  std::unique_ptr<Transport> transport = fabric.Connect(0);
+  const proto::Optimizer rule = *OptimizerConfig("sgd", 0.1, 0);
+  for (const char* name : {"ps", "reduce-scatter"}) {
+    ASSERT_NE(FindCollective(name), nullptr) << name;
+    auto sync = AllReduceSync::Create(*FindCollective(name), *transport, 10, 0, rule);
+    EXPECT_EQ(sync.status().code(), absl::StatusCode::kInvalidArgument) << name;
+  }
+}
+
+TEST(OptimizerConfigTest, RefusesUnknownOptimizersNamingTheKnownOnes) {
+  EXPECT_TRUE(OptimizerConfig("adam", 0.1, 0).ok());
+  absl::StatusOr<proto::Optimizer> unknown = OptimizerConfig("adagrad", 0.1, 0);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("sgd, momentum, adam"), std::string::npos);
+  EXPECT_FALSE(OptimizerConfig("none", 0.1, 0).ok());
+}
+
+}  // namespace
+}  // namespace testbed

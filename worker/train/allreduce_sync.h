@@ -1,0 +1,93 @@
+// GradientSync through an all-reduce of the registry, run by the Executor
+// over a Transport (UCX between processes or threads, in-process in tests).
+// The gradient is cut into buckets of about `bucket_bytes` (DDP's gradient
+// buckets; 0: one bucket), each all-reduced in order with its own schedule,
+// then divided by N; the optimizer then updates the parameters locally.
+//
+// With `overlap`, a communication thread of its own all-reduces each bucket
+// as soon as backpropagation has finished it - from the last bucket to the
+// first, the order in which layers finish - while the layers below are still
+// being computed (DDP's overlap); Step() then waits only for what is left.
+// Every rank runs the buckets in the same order, so the executor's message
+// tags still match, and the sums are the same as without overlap.
+//
+// Thread-safety: one per worker, called from that worker's thread; with
+// overlap the transport is used by the communication thread only. Borrows
+// the transport, which must outlive it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "allreduce/collective.h"
+#include "allreduce/executor.h"
+#include "allreduce/schedule.h"
+#include "allreduce/transport/transport.h"
+#include "server/optimizer.h"
+#include "worker/train/gradient_sync.h"
+
+namespace testbed {
+
+class AllReduceSync final : public GradientSync {
+ public:
+  // `collective` must be a scheduled all-reduce; `count` is the number of
+  // parameters.
+  static absl::StatusOr<std::unique_ptr<AllReduceSync>> Create(const Collective& collective,
+                                                                Transport& transport,
+                                                                std::int64_t count,
+                                                                std::size_t bucket_bytes,
+                                                                const proto::Optimizer& optimizer,
+                                                                bool overlap = false);
+  ~AllReduceSync() override;
+
+  void BeginBackward(std::uint64_t step, std::span<float> gradient) override;
+  void GradientReadyFrom(std::int64_t offset) override;
+  absl::Status Step(std::uint64_t step, std::span<float> gradient,
+                    std::span<float> parameters) override;
+  std::uint64_t PayloadBytes() const override;
+  double OverlappedSeconds() const override { return overlapped_seconds_; }
+
+ private:
+  struct Bucket {
+    std::int64_t offset = 0;  // in floats
+    Schedule schedule;        // of the bucket's elements
+  };
+  AllReduceSync(Transport& transport, std::unique_ptr<Optimizer> optimizer)
+      : transport_(transport), executor_(transport), optimizer_(std::move(optimizer)) {}
+
+  absl::Status AllReduce(const Bucket& bucket, std::span<float> gradient, std::uint64_t step);
+  // The communication thread: all-reduces each bucket once it is ready.
+  void CommunicationLoop();
+  // The next bucket to all-reduce is ready (mu_ held).
+  bool NextBucketReady() const;
+  // Waits for every bucket of the step in flight (overlap only).
+  absl::Status FinishOverlappedStep(std::uint64_t step, std::span<float> gradient);
+
+  Transport& transport_;
+  Executor executor_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<Bucket> buckets_;  // by offset
+  double overlapped_seconds_ = 0;  // of the last step
+
+  // Overlap: the communication thread and what it shares with the worker.
+  std::thread communication_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool stopping_ = false;                  // guarded by mu_
+  bool step_open_ = false;                 // guarded by mu_
+  std::uint64_t step_ = 0;                 // guarded by mu_
+  std::span<float> gradient_;              // guarded by mu_
+  std::int64_t ready_from_ = std::numeric_limits<std::int64_t>::max();  // guarded by mu_
+  std::size_t buckets_done_ = 0;           // from the last one backwards; guarded by mu_
+  std::optional<std::chrono::steady_clock::time_point> backward_end_;  // guarded by mu_
+  double step_overlapped_ = 0;             // guarded by mu_
+  absl::Status communication_status_;      // the first failure; guarded by mu_
+};
+
+}  // namespace testbed
