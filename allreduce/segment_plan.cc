@@ -53,6 +53,17 @@ std::int64_t SegmentElements(std::size_t segment_bytes, std::size_t element_size
   return std::max<std::int64_t>({requested, fewest, 1});
 }
 
+// Each segment is a message of its own and costs a message's latency (tens of
+// microseconds over TCP on a loaded host), so segments stay large: a message
+// is cut only once it is large enough that 16 segments still each carry a
+// quarter of a MiB or more.
+std::size_t AutoSegmentBytes(std::int64_t message_bytes) {
+  constexpr std::int64_t kSmallest = std::int64_t{256} << 10;
+  constexpr std::int64_t kLargest = std::int64_t{4} << 20;
+  if (message_bytes < 16 * kSmallest) return 0;
+  return static_cast<std::size_t>(std::clamp(message_bytes / 16, kSmallest, kLargest));
+}
+
 SegmentPlan PlanSegments(const Schedule& schedule, std::int64_t segment_elements) {
   SegmentPlan plan;
   plan.segment_elements = segment_elements;

@@ -60,6 +60,10 @@ inline constexpr std::int64_t kMaxSegmentsPerStep = std::int64_t{1} << 16;
 std::int64_t SegmentElements(std::size_t segment_bytes, std::size_t element_size,
                              std::int64_t count);
 
+// The segment size `--segment auto` uses for a message of `message_bytes`
+// per rank; 0 means whole steps (see the definition for why).
+std::size_t AutoSegmentBytes(std::int64_t message_bytes);
+
 // Cuts `schedule` (which must be valid) into segments of `segment_elements`.
 SegmentPlan PlanSegments(const Schedule& schedule, std::int64_t segment_elements);
 
