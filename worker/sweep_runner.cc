@@ -164,7 +164,13 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       if (absl::Status st = emit(result); !st.ok()) return st;
     }
   }
-  return absl::OkStatus();
+  // A rank whose last receive has completed may still owe its sender the
+  // rendezvous acknowledgement that completes the send: UCX sends it from a
+  // later progress call. Pipelined over shared memory, with dozens of
+  // segments in flight, it waited in a queue while the rank, done, progressed
+  // no more, and the sender timed out. A last barrier keeps every rank
+  // progressing until every rank is done.
+  return sync();
 }
 
 }  // namespace testbed
