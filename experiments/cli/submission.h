@@ -80,7 +80,8 @@ class RowSink {
     if (table_.rows().empty()) return;
     if (format_ == OutputFormat::kCsv) table_.Print(format_, std::cout);
     if (format_ == OutputFormat::kTable) {
-      table_.Select(TableColumns(any_ps_, any_wire_, any_model_, any_segment_)).Print(format_, std::cout);
+      table_.Select(TableColumns(any_ps_, any_wire_, any_model_, any_segment_))
+          .Print(format_, std::cout);
     }
   }
 
