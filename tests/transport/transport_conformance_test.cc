@@ -503,16 +503,14 @@ TEST_P(TransportConformanceTest, WaitTimesOutWhenPeerNeverSends) {
   });
 }
 
-// A rank that vanishes while others wait on it: they fail with an error
-// naming it, well before their deadline.
-TEST_P(TransportConformanceTest, LostPeerFailsWaitNamingIt) {
-  if (!GetParam().detects_lost_peers) {
-    GTEST_SKIP() << GetParam().name << " cannot see a lost peer; the deadline is the backstop";
-  }
+// A rank that vanishes while others wait on it (with WaitAll, or WaitAny if
+// `any`): they fail with an error naming it, well before their deadline.
+void ExpectLostPeerFailsWaitNamingIt(const Backend& backend, bool any) {
   constexpr int kWorld = 3;
   constexpr int kLost = 2;
-  std::unique_ptr<TestWorld> world = MakeWorld(kWorld, seconds(60));
-  ASSERT_NE(world, nullptr);
+  absl::StatusOr<std::unique_ptr<TestWorld>> made = backend.make_world(kWorld, seconds(60));
+  ASSERT_TRUE(made.ok()) << made.status();
+  std::unique_ptr<TestWorld> world = *std::move(made);
   std::latch connected(kWorld);
   std::latch waiting(kWorld - 1);
   RunOnThreads(kWorld, [&](int rank) {
@@ -538,11 +536,25 @@ TEST_P(TransportConformanceTest, LostPeerFailsWaitNamingIt) {
     absl::Status posted = transport->PostRecv(kLost, 2, data);
     waiting.count_down();  // even on failure: rank 2 must not wait forever
     ASSERT_TRUE(posted.ok()) << posted;
-    absl::Status status = transport->WaitAll();
+    absl::Status status = any ? transport->WaitAny().status() : transport->WaitAll();
     // Not kDeadlineExceeded: the loss was detected, not waited out.
     EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
     EXPECT_THAT(status.message(), HasSubstr("rank 2"));
   });
+}
+
+TEST_P(TransportConformanceTest, LostPeerFailsWaitNamingIt) {
+  if (!GetParam().detects_lost_peers) {
+    GTEST_SKIP() << GetParam().name << " cannot see a lost peer; the deadline is the backstop";
+  }
+  ExpectLostPeerFailsWaitNamingIt(GetParam(), /*any=*/false);
+}
+
+TEST_P(TransportConformanceTest, LostPeerFailsWaitAnyNamingIt) {
+  if (!GetParam().detects_lost_peers) {
+    GTEST_SKIP() << GetParam().name << " cannot see a lost peer; the deadline is the backstop";
+  }
+  ExpectLostPeerFailsWaitNamingIt(GetParam(), /*any=*/true);
 }
 
 // WaitAny() reports operations one at a time, as they complete, by their
