@@ -16,7 +16,7 @@
 // instead of per round: segment s of round k+1 goes as soon as segment s of
 // round k is in and reduced, so transfer and reduction overlap. Receives of
 // the next round are posted before the current round is over (its scratch is
-// a second slot), so a rendezvous send never waits on a late receive. The
+// a second slot), so the next round's rendezvous sends find them waiting. The
 // result is bit-identical to the round-by-round run, and the payload is the
 // same; only the number of messages grows.
 //
@@ -89,7 +89,7 @@ class Executor {
   std::vector<Landing> landings_;  // one round's; kept to reuse its memory
   std::uint64_t sequence_ = 0;
   // The last segment plan and what it was made from, reused while the same
-  // schedule is run again (planning compares every pair of segments).
+  // schedule is run again (planning compares every pair of steps).
   Schedule planned_schedule_;
   SegmentPlan plan_;
 };

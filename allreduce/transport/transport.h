@@ -1,8 +1,9 @@
 // Transport: the seam between the collectives and the wire. A rank posts sends
 // and receives of byte spans to and from peers, each with a tag, then waits for
 // all of them, or for them one at a time (WaitAny: what a pipelined executor
-// needs to start the next segment as soon as one arrives). Messages between the same pair of ranks match by tag, not by
-// order, and a receive must be posted with exactly the size that is sent.
+// needs to start the next segment as soon as one arrives). Messages between
+// the same pair of ranks match by tag, not by order, and a receive must be
+// posted with exactly the size that is sent.
 //
 // Implementations, one file each beside this one: in-process
 // (inprocess_transport.h: threads in one process, for tests) and UCX
@@ -45,9 +46,10 @@ class Transport {
   virtual std::string_view name() const = 0;  // "inprocess", "ucx"
 
   // Starts sending `data` to `peer`. `data` must stay valid and unchanged
-  // until WaitAny() reports the send or WaitAll() returns. The buffer says where it lives (host memory
-  // from a plain byte span); a backend that cannot reach that memory stages
-  // it through host memory with the memory's own operations.
+  // until WaitAny() reports the send or WaitAll() returns. The buffer says
+  // where it lives (host memory from a plain byte span); a backend that
+  // cannot reach that memory stages it through host memory with the memory's
+  // own operations.
   virtual absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) = 0;
   // Starts receiving exactly data.size bytes from `peer` into `data`.
   virtual absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) = 0;

@@ -412,13 +412,12 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, ConstBuffer dat
   // A bad argument is refused before UCX sees it, so nothing changes.
   if (absl::Status status = CheckPost(peer, tag); !status.ok()) return status;
   endpoints_[peer]->MarkUsed();
-  Operation& op = operations_.emplace_back(
-      Operation{.transport = this,
-                .is_send = true,
-                .peer = peer,
-                .tag = tag,
-                .size = data.size,
-                .index = operations_.size()});
+  Operation& op = operations_.emplace_back(Operation{.transport = this,
+                                                     .is_send = true,
+                                                     .peer = peer,
+                                                     .tag = tag,
+                                                     .size = data.size,
+                                                     .index = operations_.size()});
   if (data.memory != MemoryType::kHost) {
     // This UCX is given host memory only (Debian's has no device transports;
     // handed a device pointer it crashes): stage.
@@ -456,13 +455,12 @@ absl::Status UcxTransport::FailIfRefused(const Operation& op) {
 absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, MutableBuffer data) {
   if (absl::Status status = CheckPost(peer, tag); !status.ok()) return status;
   endpoints_[peer]->MarkUsed();
-  Operation& op = operations_.emplace_back(Operation{
-      .transport = this,
-                                                      .is_send = false,
-                                                      .peer = peer,
-                                                      .tag = tag,
-                                                      .size = data.size,
-                                                      .index = operations_.size()});
+  Operation& op = operations_.emplace_back(Operation{.transport = this,
+                                                     .is_send = false,
+                                                     .peer = peer,
+                                                     .tag = tag,
+                                                     .size = data.size,
+                                                     .index = operations_.size()});
   if (data.memory != MemoryType::kHost) {
     op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
     op.deliver_to = data;
