@@ -36,14 +36,14 @@ InProcessRun RunInProcess(const Collective& collective, std::vector<Bytes> input
       const Allocation allocation = memory.Allocate(host.size());
       const MutableBuffer buffer = allocation.buffer();
       memory.Upload(buffer, host);
-      Executor::RoundObserver observer;
+      Executor::RunOptions run_options{.segment_bytes = options.segment_bytes};
       if (options.keep_snapshots) {
-        observer = [&](std::size_t round) {
+        run_options.observer = [&](std::size_t round) {
           run.snapshots[round][rank].resize(host.size());
           memory.Download(run.snapshots[round][rank], buffer);
         };
       }
-      run.status[rank] = executor.Run(schedules[rank], buffer, options.type, options.op, observer);
+      run.status[rank] = executor.Run(schedules[rank], buffer, options.type, options.op, run_options);
       memory.Download(host, buffer);
       // A failed rank would leave its peers waiting until their deadline.
       if (!run.status[rank].ok()) fabric.MarkLost(rank);

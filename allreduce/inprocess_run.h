@@ -34,6 +34,8 @@ struct InProcessRunOptions {
   // Where each rank's vector lives while the collective runs: inputs are
   // uploaded into it first, results downloaded from it after.
   MemoryType memory = MemoryType::kHost;
+  // The executor's segment size (Executor::RunOptions); 0 runs round by round.
+  std::size_t segment_bytes = 0;
 };
 
 // `inputs` holds one buffer per rank (the world size), all the same size.

@@ -1,5 +1,6 @@
 #include "allreduce/schedule.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -152,6 +153,14 @@ std::string_view Name(StepKind kind) {
     case StepKind::kRecvCopy: return "recv+copy";
   }
   return "?";
+}
+
+bool LandsInPlace(const Step& recv, const Round& round) {
+  if (recv.kind != StepKind::kRecvCopy) return false;
+  return std::none_of(round.steps.begin(), round.steps.end(), [&](const Step& s) {
+    return s.kind == StepKind::kSend && s.offset < recv.offset + recv.count &&
+           recv.offset < s.offset + s.count;
+  });
 }
 
 }  // namespace testbed

@@ -80,4 +80,9 @@ absl::Status ValidateMatching(const std::vector<Schedule>& all_ranks);
 
 std::string_view Name(StepKind kind);
 
+// Whether receive `recv` of `round` may land straight in the buffer: a
+// copy-receive whose range no send of the same round reads (the send must see
+// the buffer as it was when the round began). Other receives land in scratch.
+bool LandsInPlace(const Step& recv, const Round& round);
+
 }  // namespace testbed

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
+#include "allreduce/segment_plan.h"
+#include "common/byte_size.h"
 
 namespace testbed {
 
@@ -57,7 +59,19 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
     if (size > (std::int64_t{4} << 30)) return bad("size ", size, " is over 4 GiB per worker");
   }
   if (spec.iterations() > 1000000) return bad("iterations over 1000000");
+  if (spec.segment() != "" && spec.segment() != "off" && spec.segment() != "auto") {
+    const absl::StatusOr<std::int64_t> segment = ParseByteSize(spec.segment());
+    if (!segment.ok() || *segment <= 0) {
+      return bad("segment '", spec.segment(), "' is not off, auto or a positive size");
+    }
+  }
   return absl::OkStatus();
+}
+
+std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes) {
+  if (spec.segment().empty() || spec.segment() == "off") return 0;
+  if (spec.segment() == "auto") return AutoSegmentBytes(bytes);
+  return static_cast<std::size_t>(*ParseByteSize(spec.segment()));
 }
 
 }  // namespace testbed

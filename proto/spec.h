@@ -2,6 +2,9 @@
 // starting anything), the coordinator (the authority) and the workers.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "proto/experiment.pb.h"
 
@@ -16,5 +19,9 @@ void ApplyDefaults(proto::ExperimentSpec& spec);
 // InvalidArgument naming the first bad field: unknown algorithm, N < 1, a size
 // that is not a whole number of elements, no sizes, ...
 absl::Status ValidateSpec(const proto::ExperimentSpec& spec);
+
+// The segment size the executor uses for messages of `bytes` per worker
+// under the spec's `segment` (0: whole steps). The spec must be valid.
+std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes);
 
 }  // namespace testbed

@@ -1,7 +1,8 @@
 #include "server/result_aggregator.h"
 
 #include <algorithm>
-#include <limits>
+#include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
@@ -43,20 +44,30 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_dtype(spec.dtype());
   row.set_transport(first.transport());
 
-  double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = 0;
+  row.set_segment_bytes(first.segment_bytes());
+
+  // Per iteration, the slowest rank's time: the collective's.
+  std::vector<double> times(iterations, 0.0);
   for (int i = 0; i < iterations; ++i) {
-    double slowest = 0;
     for (const proto::RankResult& result : by_rank) {
-      slowest = std::max(slowest, result.iteration_us(i));
+      times[i] = std::max(times[i], result.iteration_us(i));
     }
-    sum += slowest;
-    lo = std::min(lo, slowest);
-    hi = std::max(hi, slowest);
   }
+  double sum = 0;
+  for (double t : times) sum += t;
+  std::sort(times.begin(), times.end());
+  // Nearest rank: the smallest time at least a fraction q of iterations reach.
+  const auto percentile = [&](double q) {
+    if (times.empty()) return 0.0;
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(times.size())));
+    return times[std::clamp<std::size_t>(rank, 1, times.size()) - 1];
+  };
   const double avg = iterations > 0 ? sum / iterations : 0;
   row.set_time_us_avg(avg);
-  row.set_time_us_min(iterations > 0 ? lo : 0);
-  row.set_time_us_max(hi);
+  row.set_time_us_min(times.empty() ? 0 : times.front());
+  row.set_time_us_p50(percentile(0.5));
+  row.set_time_us_p99(percentile(0.99));
+  row.set_time_us_max(times.empty() ? 0 : times.back());
   const double algbw = avg > 0 ? static_cast<double>(first.bytes()) / avg / 1e3 : 0;
   row.set_algbw_gbps(algbw);
   row.set_busbw_gbps(algbw * collective->busbw_factor(n));

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
+#include "allreduce/segment_plan.h"
 #include "allreduce/transport/inprocess_transport.h"
 #include "experiments/cli/experiment_flags.h"
 #include "proto/spec.h"
@@ -111,8 +113,10 @@ TEST(SpecTest, FlagsOverrideOnlyWhatIsGivenBesideASpecFile) {
 }
 
 // With and without wire counting: the barrier that wire counting adds after an
-// iteration must not leak into the payload.
-class SweepTest : public ::testing::TestWithParam<std::string> {};
+// iteration must not leak into the payload. And pipelined: segments of 1000
+// bytes (250 floats, which 1001 is not a multiple of), or auto.
+using SweepParam = std::tuple<std::string, std::string>;  // (net device, segment)
+class SweepTest : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
   proto::ExperimentSpec spec;
@@ -124,6 +128,7 @@ TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
   spec.add_sizes(4);
   spec.set_iterations(2);
   spec.set_warmup(1);
+  spec.set_segment(std::get<1>(GetParam()));
   ApplyDefaults(spec);
   ASSERT_TRUE(ValidateSpec(spec).ok());
 
@@ -137,7 +142,7 @@ TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
       SweepEnvironment env;
       env.transport = transport.get();
       env.transport_label = "inprocess";
-      env.net_device = GetParam();
+      env.net_device = std::get<0>(GetParam());
       status[r] = RunSweep(spec, env, [&](const proto::RankResult& result) {
         results[r].push_back(result);
         return absl::OkStatus();
@@ -159,12 +164,20 @@ TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
     // One iteration's payload, barriers excluded.
     EXPECT_EQ(aggregated->payload_bytes_total(), aggregated->theory_bytes_total());
     EXPECT_GT(aggregated->theory_bytes_total(), 0u);  // equal, and not because both are absent
-    EXPECT_EQ(aggregated->wire_bytes_sent_size(), GetParam().empty() ? 0 : 3);
+    EXPECT_EQ(aggregated->wire_bytes_sent_size(), std::get<0>(GetParam()).empty() ? 0 : 3);
+    EXPECT_EQ(aggregated->segment_bytes(), SegmentBytesFor(spec, aggregated->bytes()));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WireCounting, SweepTest, ::testing::Values("", "lo"),
-                         [](const auto& info) { return info.param.empty() ? "off" : "on"; });
+INSTANTIATE_TEST_SUITE_P(WireCounting, SweepTest,
+                         ::testing::Values(SweepParam{"", ""}, SweepParam{"lo", ""},
+                                           SweepParam{"", "1000"}, SweepParam{"lo", "1000"},
+                                           SweepParam{"", "auto"}),
+                         [](const auto& info) {
+                           const std::string& segment = std::get<1>(info.param);
+                           return std::string(std::get<0>(info.param).empty() ? "off" : "on") +
+                                  (segment.empty() ? "" : "_segment_" + segment);
+                         });
 
 proto::RankResult Result(int rank, std::vector<double> times, std::uint64_t sent) {
   proto::RankResult r;
@@ -186,6 +199,8 @@ TEST(AggregateTest, AnIterationTakesItsSlowestRanksTime) {
   const auto row = AggregateRow(spec, {Result(0, {10, 40}, 1000000), Result(1, {30, 20}, 1000000)});
   ASSERT_TRUE(row.ok()) << row.status();
   EXPECT_DOUBLE_EQ(row->time_us_min(), 30);
+  EXPECT_DOUBLE_EQ(row->time_us_p50(), 30);
+  EXPECT_DOUBLE_EQ(row->time_us_p99(), 40);
   EXPECT_DOUBLE_EQ(row->time_us_max(), 40);
   EXPECT_DOUBLE_EQ(row->time_us_avg(), 35);
   EXPECT_DOUBLE_EQ(row->algbw_gbps(), 1e6 / 35e-6 / 1e9);
@@ -194,6 +209,47 @@ TEST(AggregateTest, AnIterationTakesItsSlowestRanksTime) {
   EXPECT_EQ(row->theory_bytes_total(), 2000000u);  // ring, N = 2: 2(N-1)M
   EXPECT_EQ(row->wrong(), 1);
   EXPECT_EQ(row->rounds(), 2u);
+}
+
+// The median and the 99th percentile by nearest rank, over the slowest rank's
+// time per iteration; the row says which segment size the ranks used.
+TEST(AggregateTest, PercentilesOfTheSlowestRanksTimesAndTheSegment) {
+  proto::ExperimentSpec spec;
+  spec.set_workers(2);
+  spec.set_dtype("float32");
+  std::vector<double> slow(200), fast(200, 0.5);
+  for (int i = 0; i < 200; ++i) slow[i] = 200 - i;  // 200, 199, ..., 1
+  proto::RankResult a = Result(0, fast, 1000000), b = Result(1, slow, 1000000);
+  a.set_segment_bytes(65536);
+  b.set_segment_bytes(65536);
+  const auto row = AggregateRow(spec, {a, b});
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_DOUBLE_EQ(row->time_us_p50(), 100);  // the 100th of 200
+  EXPECT_DOUBLE_EQ(row->time_us_p99(), 198);  // the 198th
+  EXPECT_DOUBLE_EQ(row->time_us_max(), 200);
+  EXPECT_EQ(row->segment_bytes(), 65536u);
+}
+
+TEST(SpecTest, SegmentIsOffAutoOrAPositiveSize) {
+  proto::ExperimentSpec spec;
+  spec.set_workers(4);
+  spec.add_algorithms("ring");
+  spec.add_sizes(4096);
+  ApplyDefaults(spec);
+  for (const char* good : {"", "off", "auto", "1MiB", "4"}) {
+    spec.set_segment(good);
+    EXPECT_TRUE(ValidateSpec(spec).ok()) << good;
+  }
+  for (const char* bad : {"0", "-4", "often"}) {
+    spec.set_segment(bad);
+    EXPECT_NE(ValidateSpec(spec).message().find("segment"), std::string::npos) << bad;
+  }
+  spec.set_segment("1MiB");
+  EXPECT_EQ(SegmentBytesFor(spec, 4096), std::size_t{1} << 20);
+  spec.set_segment("off");
+  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20), 0u);
+  spec.set_segment("auto");
+  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20), AutoSegmentBytes(64 << 20));
 }
 
 // nccl-tests' factors, at N = 4 where each differs from the others and from 1.

@@ -61,6 +61,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       Schedule schedule;
       std::string tensor;
       std::uint64_t step = 0;
+      std::size_t segment = 0;  // pipelining, scheduled collectives only
       if (ps) {
         proto::TensorSpec declared;
         tensor = absl::StrCat(env.tensor_prefix, "/", bytes);
@@ -74,8 +75,9 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
       } else {
         schedule = collective->build(rank, n, count, /*root=*/0);
-        executor.Prepare(schedule, type);
-        run_once = [&] { return executor.Run(schedule, data, type, op); };
+        segment = SegmentBytesFor(spec, bytes);
+        executor.Prepare(schedule, type, MemoryType::kHost, segment);
+        run_once = [&] { return executor.Run(schedule, data, type, op, {.segment_bytes = segment}); };
         reset_traffic = [&] { transport.ResetTraffic(); };
       }
 
@@ -83,6 +85,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_rank(rank);
       result.set_algorithm(name);
       result.set_bytes(bytes);
+      result.set_segment_bytes(segment);
       // ps over its own interface names it, so fits and plots tell an
       // emulated cluster's links from loopback, as the UCX label does.
       result.set_transport(ps ? (env.net_device.empty() ? std::string("grpc")
@@ -161,7 +164,13 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       if (absl::Status st = emit(result); !st.ok()) return st;
     }
   }
-  return absl::OkStatus();
+  // A rank whose last receive has completed may still owe its sender the
+  // rendezvous acknowledgement that completes the send: UCX sends it from a
+  // later progress call. Pipelined over shared memory, with dozens of
+  // segments in flight, it waited in a queue while the rank, done, progressed
+  // no more, and the sender timed out. A last barrier keeps every rank
+  // progressing until every rank is done.
+  return sync();
 }
 
 }  // namespace testbed

@@ -29,7 +29,7 @@ class InProcessTransport final : public Transport {
       }
     }
     fabric_.changed_.notify_all();
-    sends_.push_back(Pending{peer, tag, {}, std::move(send)});
+    ops_.push_back(Pending{peer, tag, {}, std::move(send)});
     traffic_[peer].bytes_sent += data.size;
     traffic_[peer].messages_sent += 1;
     return absl::OkStatus();
@@ -37,49 +37,51 @@ class InProcessTransport final : public Transport {
 
   absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) override {
     if (absl::Status st = CheckPeer(peer); !st.ok()) return st;
-    recvs_.push_back(Pending{peer, tag, data, nullptr});
+    ops_.push_back(Pending{peer, tag, data, nullptr});
     return absl::OkStatus();
   }
 
   absl::Status WaitAll() override {
+    while (reported_ < ops_.size()) {
+      if (absl::StatusOr<std::size_t> done = WaitAny(); !done.ok()) return done.status();
+    }
+    ops_.clear();
+    first_unreported_ = 0;
+    reported_ = 0;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::size_t> WaitAny() override {
+    if (reported_ == ops_.size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("rank ", rank_, ": WaitAny with nothing pending"));
+    }
     const auto deadline = std::chrono::steady_clock::now() + fabric_.timeout_;
     std::unique_lock lock(fabric_.mu_);
-    for (const Pending& recv : recvs_) {
-      const InProcessFabric::Key key{recv.peer, rank_, recv.tag};
-      std::shared_ptr<InProcessFabric::PendingSend> send;
-      absl::Status st = WaitFor(lock, deadline, recv.peer, "a message", [&] {
-        auto it = fabric_.published_.find(key);
-        if (it == fabric_.published_.end()) return false;
-        send = it->second;
-        fabric_.published_.erase(it);
-        return true;
-      });
-      if (!st.ok()) return st;
-      if (send->data.size != recv.data.size) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("rank ", rank_, " expected ", recv.data.size, " bytes from rank ",
-                         recv.peer, " (tag ", recv.tag, ") but got ", send->data.size));
+    while (true) {
+      for (std::size_t i = first_unreported_; i < ops_.size(); ++i) {
+        Pending& op = ops_[i];
+        if (op.reported) continue;
+        absl::StatusOr<bool> done = TryComplete(lock, op);
+        if (!done.ok()) return done.status();
+        if (*done) return Report(i);
       }
-      // Copy without the lock, so ranks copy in parallel; the sender's span
-      // stays valid until `consumed` is set.
-      lock.unlock();
-      // One copy, by the memories' own operations (a device's memory is not
-      // host code's to touch).
-      CopyAcross(recv.data, send->data);
-      lock.lock();
-      send->consumed = true;
-      traffic_[recv.peer].bytes_received += recv.data.size;
-      traffic_[recv.peer].messages_received += 1;
-      fabric_.changed_.notify_all();
+      // Nothing ready: fail on a lost peer, else sleep until something changes.
+      const Pending* waiting = nullptr;
+      for (std::size_t i = first_unreported_; i < ops_.size(); ++i) {
+        if (ops_[i].reported) continue;
+        if (waiting == nullptr) waiting = &ops_[i];
+        if (fabric_.lost_[ops_[i].peer]) {
+          return absl::UnavailableError(
+              absl::StrCat("rank ", rank_, ": lost connection to rank ", ops_[i].peer));
+        }
+      }
+      if (fabric_.changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "rank ", rank_, " waited ", fabric_.timeout_.count(), " ms for ",
+            waiting->send == nullptr ? "a message" : "its receive", " from rank ", waiting->peer));
+      }
     }
-    recvs_.clear();
-    for (const Pending& send : sends_) {
-      absl::Status st = WaitFor(lock, deadline, send.peer, "its receive",
-                                [&] { return send.send->consumed; });
-      if (!st.ok()) return st;
-    }
-    sends_.clear();
-    return absl::OkStatus();
   }
 
   std::vector<PeerTraffic> Traffic() const override { return traffic_; }
@@ -91,6 +93,7 @@ class InProcessTransport final : public Transport {
     std::uint64_t tag;
     MutableBuffer data;                                  // receives only
     std::shared_ptr<InProcessFabric::PendingSend> send;  // sends only
+    bool reported = false;                               // by WaitAny()
   };
 
   absl::Status CheckPeer(int peer) const {
@@ -100,28 +103,46 @@ class InProcessTransport final : public Transport {
     return absl::OkStatus();
   }
 
-  template <typename Ready>
-  absl::Status WaitFor(std::unique_lock<std::mutex>& lock,
-                       std::chrono::steady_clock::time_point deadline, int peer,
-                       std::string_view what, Ready ready) {
-    while (!ready()) {
-      if (fabric_.lost_[peer]) {
-        return absl::UnavailableError(
-            absl::StrCat("rank ", rank_, ": lost connection to rank ", peer));
-      }
-      if (fabric_.changed_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("rank ", rank_, " waited ", fabric_.timeout_.count(),
-                         " ms for ", std::string(what), " from rank ", peer));
-      }
+  // Whether `op` has completed; a receive whose message is published is
+  // completed here, by copying it. Called with the fabric's lock held.
+  absl::StatusOr<bool> TryComplete(std::unique_lock<std::mutex>& lock, Pending& op) {
+    if (op.send != nullptr) return op.send->consumed;
+    auto it = fabric_.published_.find(InProcessFabric::Key{op.peer, rank_, op.tag});
+    if (it == fabric_.published_.end()) return false;
+    std::shared_ptr<InProcessFabric::PendingSend> send = std::move(it->second);
+    fabric_.published_.erase(it);
+    if (send->data.size != op.data.size) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, " expected ", op.data.size,
+                                                     " bytes from rank ", op.peer, " (tag ", op.tag,
+                                                     ") but got ", send->data.size));
     }
-    return absl::OkStatus();
+    // Copy without the lock, so ranks copy in parallel; the sender's span
+    // stays valid until `consumed` is set. One copy, by the memories' own
+    // operations (a device's memory is not host code's to touch).
+    lock.unlock();
+    CopyAcross(op.data, send->data);
+    lock.lock();
+    send->consumed = true;
+    traffic_[op.peer].bytes_received += op.data.size;
+    traffic_[op.peer].messages_received += 1;
+    fabric_.changed_.notify_all();
+    return true;
+  }
+
+  std::size_t Report(std::size_t index) {
+    ops_[index].reported = true;
+    ++reported_;
+    while (first_unreported_ < ops_.size() && ops_[first_unreported_].reported) {
+      ++first_unreported_;
+    }
+    return index;
   }
 
   InProcessFabric& fabric_;
   const int rank_;
-  std::vector<Pending> sends_;  // posted, not yet known to be consumed
-  std::vector<Pending> recvs_;  // posted, not yet filled
+  std::vector<Pending> ops_;          // posted since the last WaitAll(), in order
+  std::size_t first_unreported_ = 0;  // ops_ before it are all reported
+  std::size_t reported_ = 0;          // how many of ops_ are
   std::vector<PeerTraffic> traffic_;
 };
 

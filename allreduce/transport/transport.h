@@ -1,7 +1,9 @@
 // Transport: the seam between the collectives and the wire. A rank posts sends
 // and receives of byte spans to and from peers, each with a tag, then waits for
-// all of them. Messages between the same pair of ranks match by tag, not by
-// order, and a receive must be posted with exactly the size that is sent.
+// all of them, or for them one at a time (WaitAny: what a pipelined executor
+// needs to start the next segment as soon as one arrives). Messages between
+// the same pair of ranks match by tag, not by order, and a receive must be
+// posted with exactly the size that is sent.
 //
 // Implementations, one file each beside this one: in-process
 // (inprocess_transport.h: threads in one process, for tests) and UCX
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "allreduce/memory.h"
 
 namespace testbed {
@@ -43,9 +46,10 @@ class Transport {
   virtual std::string_view name() const = 0;  // "inprocess", "ucx"
 
   // Starts sending `data` to `peer`. `data` must stay valid and unchanged
-  // until WaitAll() returns. The buffer says where it lives (host memory
-  // from a plain byte span); a backend that cannot reach that memory stages
-  // it through host memory with the memory's own operations.
+  // until WaitAny() reports the send or WaitAll() returns. The buffer says
+  // where it lives (host memory from a plain byte span); a backend that
+  // cannot reach that memory stages it through host memory with the memory's
+  // own operations.
   virtual absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) = 0;
   // Starts receiving exactly data.size bytes from `peer` into `data`.
   virtual absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) = 0;
@@ -53,6 +57,15 @@ class Transport {
   // when a peer is lost, a size does not match, or the wait times out; after a
   // failure the transport is unusable.
   virtual absl::Status WaitAll() = 0;
+  // Blocks until one posted operation that has not been reported yet has
+  // completed, and returns which: its index among the operations posted since
+  // the last WaitAll() (the first PostSend or PostRecv after it is 0). A
+  // reported receive's data is in place; a reported send's buffer is free.
+  // Each operation is reported once; with none left to report this is
+  // FailedPrecondition. Fails like WaitAll() otherwise. Only WaitAll() ends a
+  // batch and restarts the numbering, so a caller that used WaitAny() calls
+  // WaitAll() once at the end (it returns at once when all were reported).
+  virtual absl::StatusOr<std::size_t> WaitAny() = 0;
 
   // Payload bytes per peer (indexed by rank) since construction or the last reset.
   virtual std::vector<PeerTraffic> Traffic() const = 0;

@@ -412,8 +412,12 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, ConstBuffer dat
   // A bad argument is refused before UCX sees it, so nothing changes.
   if (absl::Status status = CheckPost(peer, tag); !status.ok()) return status;
   endpoints_[peer]->MarkUsed();
-  Operation& op = operations_.emplace_back(
-      Operation{.transport = this, .is_send = true, .peer = peer, .tag = tag, .size = data.size});
+  Operation& op = operations_.emplace_back(Operation{.transport = this,
+                                                     .is_send = true,
+                                                     .peer = peer,
+                                                     .tag = tag,
+                                                     .size = data.size,
+                                                     .index = operations_.size()});
   if (!HostAccessible(data.memory)) {
     // This UCX is given host memory only (Debian's has no device transports;
     // handed a device pointer it crashes): stage.
@@ -451,8 +455,12 @@ absl::Status UcxTransport::FailIfRefused(const Operation& op) {
 absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, MutableBuffer data) {
   if (absl::Status status = CheckPost(peer, tag); !status.ok()) return status;
   endpoints_[peer]->MarkUsed();
-  Operation& op = operations_.emplace_back(Operation{
-      .transport = this, .is_send = false, .peer = peer, .tag = tag, .size = data.size});
+  Operation& op = operations_.emplace_back(Operation{.transport = this,
+                                                     .is_send = false,
+                                                     .peer = peer,
+                                                     .tag = tag,
+                                                     .size = data.size,
+                                                     .index = operations_.size()});
   if (!HostAccessible(data.memory)) {
     op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
     op.deliver_to = data;
@@ -499,12 +507,15 @@ void UcxTransport::ReleaseRequests() {
   }
   operations_.clear();
   completed_ = 0;
+  finished_.clear();
+  reported_ = 0;
   operation_failed_ = false;
 }
 
 void UcxTransport::Complete(Operation& op, ucs_status_t status, std::size_t length) {
   op.done = true;
   ++completed_;
+  finished_.push_back(op.index);
   // A message shorter than the buffer completes without error in UCX; the
   // interface says sizes must match, so that is a failure too.
   if (status == UCS_OK && !op.is_send && length != op.size) {
@@ -586,20 +597,18 @@ absl::Status UcxTransport::TimeoutError() const {
     absl::StrAppend(&pending, listed > 1 ? ", " : "", Describe(op));
   }
   return absl::DeadlineExceededError(
-      absl::StrCat("rank ", rank_, ": WaitAll timed out after ", options_.wait_timeout.count(),
+      absl::StrCat("rank ", rank_, ": wait timed out after ", options_.wait_timeout.count(),
                    " ms with ", operations_.size() - completed_, " of ", operations_.size(),
                    " operations pending: ", pending));
 }
 
-absl::Status UcxTransport::WaitAll() {
+template <typename Done>
+absl::Status UcxTransport::ProgressUntil(Done done) {
   if (!broken_.ok()) return BrokenError();
   const Clock::time_point deadline = Clock::now() + options_.wait_timeout;
   absl::Status progress = worker_->ProgressUntil(
-      [this] {
-        return completed_ == operations_.size() || operation_failed_ || HasPendingWithLostPeer();
-      },
-      deadline, options_.idle_spins, options_.yield_spin, options_.slow_yield,
-      options_.yield_pause);
+      [&] { return done() || operation_failed_ || HasPendingWithLostPeer(); }, deadline,
+      options_.idle_spins, options_.yield_spin, options_.slow_yield, options_.yield_pause);
 
   absl::Status result;
   if (operation_failed_) {
@@ -614,18 +623,39 @@ absl::Status UcxTransport::WaitAll() {
   } else if (!progress.ok()) {
     result = absl::IsDeadlineExceeded(progress) ? TimeoutError() : progress;
   }
-  if (!result.ok()) {
-    Abort(result);
-    return result;
+  if (!result.ok()) Abort(result);
+  return result;
+}
+
+void UcxTransport::Deliver(Operation& op) {
+  if (op.deliver_to.data == nullptr) return;
+  MemoryOpsFor(op.deliver_to.memory)
+      .Upload(op.deliver_to, std::span(op.staging.buffer().data, op.size));
+  op.deliver_to = MutableBuffer{};
+}
+
+absl::Status UcxTransport::WaitAll() {
+  if (absl::Status st = ProgressUntil([this] { return completed_ == operations_.size(); });
+      !st.ok()) {
+    return st;
   }
-  for (const Operation& op : operations_) {
-    if (op.deliver_to.data != nullptr) {
-      MemoryOpsFor(op.deliver_to.memory)
-          .Upload(op.deliver_to, std::span(op.staging.buffer().data, op.size));
-    }
-  }
+  for (Operation& op : operations_) Deliver(op);
   ReleaseRequests();
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::size_t> UcxTransport::WaitAny() {
+  if (!broken_.ok()) return BrokenError();
+  if (reported_ == operations_.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("rank ", rank_, ": WaitAny with nothing pending"));
+  }
+  if (absl::Status st = ProgressUntil([this] { return !finished_.empty(); }); !st.ok()) return st;
+  const std::size_t index = finished_.front();
+  finished_.pop_front();
+  ++reported_;
+  Deliver(operations_[index]);
+  return index;
 }
 
 void UcxTransport::ResetTraffic() { std::fill(traffic_.begin(), traffic_.end(), PeerTraffic{}); }

@@ -19,7 +19,7 @@
 // ("lost connection to rank 3") instead of a hang, provided the transport in
 // use can notice. TCP notices at once; UCX 1.13's shared memory (posix, sysv)
 // cannot, so under peer error handling UCX never selects it and ranks on one
-// host talk over loopback TCP. Every WaitAll() also has a deadline
+// host talk over loopback TCP. Every WaitAll() and WaitAny() has a deadline
 // (DeadlineExceeded, listing what it waited for), the backstop for what UCX
 // cannot see. An error from WaitAll(), or a UCX error from a Post call, first
 // ends everything in flight (so the caller's buffers are free again) and
@@ -136,6 +136,7 @@ class UcxTransport final : public Transport {
   absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) override;
   absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) override;
   absl::Status WaitAll() override;
+  absl::StatusOr<std::size_t> WaitAny() override;
 
   std::vector<PeerTraffic> Traffic() const override { return traffic_; }
   void ResetTraffic() override;
@@ -153,6 +154,7 @@ class UcxTransport final : public Transport {
     int peer;
     std::uint64_t tag;             // the interface's tag, for messages
     std::size_t size;              // bytes posted
+    std::size_t index;             // in operations_, what WaitAny() reports
     void* request = nullptr;       // UCX request, released after completion
     bool done = false;             // set when UCX reports completion
     ucs_status_t status = UCS_OK;  // UCX's verdict, valid when done
@@ -190,6 +192,13 @@ class UcxTransport final : public Transport {
   void Abort(absl::Status cause);
   // Frees the UCX requests of all operations and forgets the operations.
   void ReleaseRequests();
+  // Progresses the worker until done(), an operation fails, a peer with
+  // something pending is lost, or the wait times out; on failure aborts
+  // (see Abort) and returns the error naming the peer.
+  template <typename Done>
+  absl::Status ProgressUntil(Done done);
+  // Hands a staged receive's bytes to the caller's memory, once.
+  void Deliver(Operation& op);
 
   static void SendCallback(void* request, ucs_status_t status, void* user_data);
   static void RecvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
@@ -206,6 +215,8 @@ class UcxTransport final : public Transport {
 
   std::deque<Operation> operations_;  // posted since the last WaitAll()
   std::size_t completed_ = 0;         // how many of operations_ are done
+  std::deque<std::size_t> finished_;  // indices completed, not yet reported by WaitAny()
+  std::size_t reported_ = 0;          // operations WaitAny() has reported
   bool operation_failed_ = false;     // some completed operation has an error
   std::atomic<int> lost_peers_{0};    // endpoints that reported failure
   absl::Status broken_;               // set once a failure made this unusable

@@ -103,6 +103,20 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                  "--link-rate)")
       ->check(StatusValidator(&ParseDuration, "DURATION"))
       ->capture_default_str();
+  cmd.add_option("--segment", f.segment,
+                 "Pipelining of the scheduled collectives: off (whole steps, round by round), "
+                 "auto (by message size), or SIZE: each step's message cut into segments of at "
+                 "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB)")
+      ->check(StatusValidator(&ParseSegmentFlag, "SIZE|auto|off"))
+      ->capture_default_str();
+}
+
+absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text) {
+  if (text == "off" || text == "auto") return std::string(text);
+  absl::StatusOr<std::int64_t> bytes = ParseByteSize(text);
+  if (!bytes.ok()) return bytes.status();
+  if (*bytes <= 0) return absl::InvalidArgumentError("a segment needs at least one byte");
+  return std::string(text);
 }
 
 std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec) {
@@ -237,6 +251,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--network")) spec.set_network(f.network);
   if (given("--link-rate")) spec.set_link_rate(f.link_rate);
   if (given("--alpha")) spec.set_model_alpha(f.alpha);
+  if (given("--segment")) spec.set_segment(f.segment == "off" ? "" : f.segment);
   if (spec.network().empty()) spec.set_network("loopback");
   if (spec.model_alpha().empty()) spec.set_model_alpha("50us");
   ApplyDefaults(spec);

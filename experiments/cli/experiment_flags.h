@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -38,6 +39,7 @@ struct ExperimentFlags {
   std::string network = "loopback";  // or "netns"
   std::string link_rate;             // netns: each node's link, e.g. "1gbit"
   std::string alpha = "50us";        // the model's latency per round
+  std::string segment = "off";       // pipelining: off, auto or a size per segment
 };
 
 // Registers the flags on `command`.
@@ -53,6 +55,9 @@ absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text)
 // The network fields of a spec: a known mode, a rate only for netns, a
 // parsable rate and alpha.
 absl::Status ValidatePlacement(const proto::ExperimentSpec& spec);
+
+// --segment: "off", "auto" or a positive size; the text back, or why not.
+absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text);
 
 // The worker counts a spec sweeps over: worker_counts, else {workers}.
 std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec);

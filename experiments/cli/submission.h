@@ -70,6 +70,7 @@ class RowSink {
     any_ps_ |= row.servers() > 0;
     any_wire_ |= row.wire_bytes_sent_size() > 0;
     any_model_ |= row.has_model_time_us();
+    any_segment_ |= row.segment_bytes() > 0;
     if (format_ == OutputFormat::kJson) {
       std::cout << JsonObject(table_.columns(), table_.rows().back()) << std::endl;
     }
@@ -79,14 +80,15 @@ class RowSink {
     if (table_.rows().empty()) return;
     if (format_ == OutputFormat::kCsv) table_.Print(format_, std::cout);
     if (format_ == OutputFormat::kTable) {
-      table_.Select(TableColumns(any_ps_, any_wire_, any_model_)).Print(format_, std::cout);
+      table_.Select(TableColumns(any_ps_, any_wire_, any_model_, any_segment_))
+          .Print(format_, std::cout);
     }
   }
 
  private:
   OutputFormat format_;
   Table table_;
-  bool any_ps_ = false, any_wire_ = false, any_model_ = false;
+  bool any_ps_ = false, any_wire_ = false, any_model_ = false, any_segment_ = false;
 };
 
 // Submits one spec and records its rows. An error is returned as a status.

@@ -17,16 +17,19 @@
 
 namespace testbed {
 
-std::vector<std::string> TableColumns(bool any_ps, bool any_wire, bool any_model) {
+std::vector<std::string> TableColumns(bool any_ps, bool any_wire, bool any_model,
+                                      bool any_segment) {
   std::vector<std::string> columns = {"algorithm", "workers", "bytes", "time_us_avg"};
   if (any_model) columns.push_back("model_time_us");
-  columns.insert(columns.end(), {"time_us_min", "time_us_max", "algbw_gbps", "busbw_gbps",
+  columns.insert(columns.end(), {"time_us_min", "time_us_p50", "time_us_p99", "time_us_max",
+                                 "algbw_gbps", "busbw_gbps",
                                  "payload_bytes_total"});
   // What the network carried, between what the algorithm moved and the theory.
   // (ps: the workers' interfaces send the pushes and receive the pulls.)
   if (any_wire) columns.insert(columns.end(), {"wire_bytes_sent_total", "wire_bytes_received_total"});
   columns.insert(columns.end(), {"theory_bytes_total", "wrong"});
   if (any_ps) columns.insert(columns.end(), {"servers", "shard_payload_bytes"});
+  if (any_segment) columns.push_back("segment_bytes");
   columns.push_back("transport");
   return columns;
 }

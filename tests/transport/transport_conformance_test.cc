@@ -118,7 +118,7 @@ class UcxWorld final : public TestWorld {
 
 // Hands the backend memory of another kind: every host span a test posts is
 // copied into an allocation of `memory` (sends) or received into one and
-// copied out after WaitAll() (receives), by that memory's own operations. On
+// copied out when WaitAny() or WaitAll() reports it (receives), by that memory's own operations. On
 // fake-device memory a backend that touched the bytes itself would crash.
 class MemoryKindTransport final : public Transport {
  public:
@@ -131,30 +131,44 @@ class MemoryKindTransport final : public Transport {
   absl::Status PostSend(int peer, std::uint64_t tag, ConstBuffer data) override {
     Allocation& staged = staged_.emplace_back(ops_.Allocate(data.size));
     ops_.Upload(staged.buffer(), std::span(data.data, data.size));
+    posted_.push_back({});
     return inner_->PostSend(peer, tag, staged.buffer());
   }
   absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) override {
     Allocation& staged = staged_.emplace_back(ops_.Allocate(data.size));
-    receives_.push_back({staged.buffer(), data});
+    posted_.push_back({staged.buffer(), data});
     return inner_->PostRecv(peer, tag, staged.buffer());
   }
   absl::Status WaitAll() override {
     absl::Status status = inner_->WaitAll();
     if (status.ok()) {
-      for (const auto& [from, to] : receives_) ops_.Download(std::span(to.data, to.size), from);
+      for (std::size_t i = 0; i < posted_.size(); ++i) Deliver(i);
     }
-    receives_.clear();
+    posted_.clear();
     staged_.clear();
     return status;
+  }
+  absl::StatusOr<std::size_t> WaitAny() override {
+    absl::StatusOr<std::size_t> index = inner_->WaitAny();
+    if (index.ok()) Deliver(*index);
+    return index;
   }
   std::vector<PeerTraffic> Traffic() const override { return inner_->Traffic(); }
   void ResetTraffic() override { inner_->ResetTraffic(); }
 
  private:
+  // Copies a completed receive out to the caller's span, once.
+  void Deliver(std::size_t index) {
+    auto& [from, to] = posted_[index];
+    if (to.data != nullptr) ops_.Download(std::span(to.data, to.size), from);
+    to = MutableBuffer{};
+  }
+
   std::unique_ptr<Transport> inner_;
   const MemoryOps& ops_;
   std::deque<Allocation> staged_;  // until WaitAll()
-  std::vector<std::pair<MutableBuffer, MutableBuffer>> receives_;  // (staged, the caller's)
+  // By operation index: (staged, the caller's) for receives, empty for sends.
+  std::vector<std::pair<MutableBuffer, MutableBuffer>> posted_;
 };
 
 class MemoryKindWorld final : public TestWorld {
@@ -489,16 +503,14 @@ TEST_P(TransportConformanceTest, WaitTimesOutWhenPeerNeverSends) {
   });
 }
 
-// A rank that vanishes while others wait on it: they fail with an error
-// naming it, well before their deadline.
-TEST_P(TransportConformanceTest, LostPeerFailsWaitNamingIt) {
-  if (!GetParam().detects_lost_peers) {
-    GTEST_SKIP() << GetParam().name << " cannot see a lost peer; the deadline is the backstop";
-  }
+// A rank that vanishes while others wait on it (with WaitAll, or WaitAny if
+// `any`): they fail with an error naming it, well before their deadline.
+void ExpectLostPeerFailsWaitNamingIt(const Backend& backend, bool any) {
   constexpr int kWorld = 3;
   constexpr int kLost = 2;
-  std::unique_ptr<TestWorld> world = MakeWorld(kWorld, seconds(60));
-  ASSERT_NE(world, nullptr);
+  absl::StatusOr<std::unique_ptr<TestWorld>> made = backend.make_world(kWorld, seconds(60));
+  ASSERT_TRUE(made.ok()) << made.status();
+  std::unique_ptr<TestWorld> world = *std::move(made);
   std::latch connected(kWorld);
   std::latch waiting(kWorld - 1);
   RunOnThreads(kWorld, [&](int rank) {
@@ -524,10 +536,113 @@ TEST_P(TransportConformanceTest, LostPeerFailsWaitNamingIt) {
     absl::Status posted = transport->PostRecv(kLost, 2, data);
     waiting.count_down();  // even on failure: rank 2 must not wait forever
     ASSERT_TRUE(posted.ok()) << posted;
-    absl::Status status = transport->WaitAll();
+    absl::Status status = any ? transport->WaitAny().status() : transport->WaitAll();
     // Not kDeadlineExceeded: the loss was detected, not waited out.
     EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
     EXPECT_THAT(status.message(), HasSubstr("rank 2"));
+  });
+}
+
+TEST_P(TransportConformanceTest, LostPeerFailsWaitNamingIt) {
+  if (!GetParam().detects_lost_peers) {
+    GTEST_SKIP() << GetParam().name << " cannot see a lost peer; the deadline is the backstop";
+  }
+  ExpectLostPeerFailsWaitNamingIt(GetParam(), /*any=*/false);
+}
+
+TEST_P(TransportConformanceTest, LostPeerFailsWaitAnyNamingIt) {
+  if (!GetParam().detects_lost_peers) {
+    GTEST_SKIP() << GetParam().name << " cannot see a lost peer; the deadline is the backstop";
+  }
+  ExpectLostPeerFailsWaitNamingIt(GetParam(), /*any=*/true);
+}
+
+// WaitAny() reports operations one at a time, as they complete, by their
+// index since the last WaitAll(), each once; a received message is in place
+// when it is reported. Rank 1 sends the three messages in the reverse of the
+// order rank 0 posted its receives, one only after the previous was reported.
+TEST_P(TransportConformanceTest, WaitAnyReportsEachCompletionOnceByIndex) {
+  std::unique_ptr<TestWorld> world = MakeWorld(2);
+  ASSERT_NE(world, nullptr);
+  // Rendezvous-sized as well as eager-sized messages.
+  const std::vector<std::size_t> sizes = {17, 300001, 4097};
+  std::deque<std::latch> reported;
+  for (std::size_t i = 0; i < sizes.size(); ++i) reported.emplace_back(1);
+  RunOnThreads(2, [&](int rank) {
+    std::unique_ptr<Transport> transport = world->Take(rank);
+    if (rank == 1) {
+      for (int tag = 2; tag >= 0; --tag) {
+        const Bytes out = Pattern(sizes[tag], tag);
+        ASSERT_TRUE(transport->PostSend(0, tag, out).ok());
+        absl::Status sent = transport->WaitAll();
+        ASSERT_TRUE(sent.ok()) << sent;
+        reported[tag].wait();
+      }
+      return;
+    }
+    std::vector<Bytes> in;
+    for (std::size_t size : sizes) in.emplace_back(size);
+    for (int tag = 0; tag < 3; ++tag) ASSERT_TRUE(transport->PostRecv(1, tag, in[tag]).ok());
+    for (int tag = 2; tag >= 0; --tag) {
+      absl::StatusOr<std::size_t> index = transport->WaitAny();
+      if (!index.ok()) {
+        for (std::latch& latch : reported) latch.count_down();  // rank 1 must not hang
+        FAIL() << index.status();
+      }
+      EXPECT_EQ(*index, static_cast<std::size_t>(tag));
+      EXPECT_EQ(FirstMismatch(in[tag], Pattern(sizes[tag], tag)), -1) << "tag " << tag;
+      reported[tag].count_down();
+    }
+    EXPECT_EQ(transport->WaitAny().status().code(), absl::StatusCode::kFailedPrecondition);
+    absl::Status all = transport->WaitAll();
+    EXPECT_TRUE(all.ok()) << all;
+  });
+}
+
+// Sends are reported too, and WaitAll() restarts the numbering.
+TEST_P(TransportConformanceTest, WaitAnyReportsSendsAndRestartsAfterWaitAll) {
+  std::unique_ptr<TestWorld> world = MakeWorld(2);
+  ASSERT_NE(world, nullptr);
+  RunOnThreads(2, [&](int rank) {
+    std::unique_ptr<Transport> transport = world->Take(rank);
+    std::vector<Bytes> data(4, Pattern(1000, 3));
+    for (std::uint64_t batch = 0; batch < 2; ++batch) {
+      if (rank == 0) {
+        ASSERT_TRUE(transport->PostSend(1, 2 * batch, data[2 * batch]).ok());
+        ASSERT_TRUE(transport->PostSend(1, 2 * batch + 1, data[2 * batch + 1]).ok());
+        std::vector<std::size_t> seen;
+        for (int i = 0; i < 2; ++i) {
+          absl::StatusOr<std::size_t> index = transport->WaitAny();
+          ASSERT_TRUE(index.ok()) << index.status();
+          seen.push_back(*index);
+        }
+        EXPECT_THAT(seen, ::testing::UnorderedElementsAre(0u, 1u));
+      } else {
+        ASSERT_TRUE(transport->PostRecv(0, 2 * batch, data[2 * batch]).ok());
+        ASSERT_TRUE(transport->PostRecv(0, 2 * batch + 1, data[2 * batch + 1]).ok());
+      }
+      absl::Status all = transport->WaitAll();
+      ASSERT_TRUE(all.ok()) << all;
+    }
+  });
+}
+
+// WaitAny() has the same deadline as WaitAll().
+TEST_P(TransportConformanceTest, WaitAnyTimesOutWhenPeerNeverSends) {
+  std::unique_ptr<TestWorld> world = MakeWorld(2, milliseconds(300));
+  ASSERT_NE(world, nullptr);
+  std::latch rank0_done(1);
+  RunOnThreads(2, [&](int rank) {
+    std::unique_ptr<Transport> transport = world->Take(rank);
+    if (rank == 0) {
+      Bytes data(16);
+      ASSERT_TRUE(transport->PostRecv(1, 5, data).ok());
+      absl::StatusOr<std::size_t> index = transport->WaitAny();
+      EXPECT_EQ(index.status().code(), absl::StatusCode::kDeadlineExceeded) << index.status();
+      EXPECT_THAT(index.status().message(), HasSubstr("rank 1"));
+      rank0_done.count_down();
+    }
+    rank0_done.wait();
   });
 }
 

@@ -1,0 +1,117 @@
+#include "allreduce/segment_plan.h"
+
+#include <algorithm>
+
+namespace testbed {
+namespace {
+
+bool Overlap(const SegmentOp& a, const SegmentOp& b) {
+  return a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+}
+
+// Whether a segment of `before` that overlaps one of `op` must finish before
+// it may go (see the file comment). Both are the first segments of their steps.
+bool MustPrecede(const SegmentOp& before, const SegmentOp& op) {
+  if (!op.IsReceive()) return before.IsReceive() && before.round < op.round;
+  if (!before.IsReceive()) return before.round <= op.round;
+  return before.round < op.round || (before.round == op.round && before.step < op.step);
+}
+
+// The ops of one step: [begin, end) of SegmentPlan::ops, sorted by offset.
+struct StepOps {
+  std::size_t begin;
+  std::size_t end;
+};
+
+// Links every overlapping pair of segments of two steps, `before`'s first.
+// Segments of a step are sorted and disjoint, so one merge finds the pairs.
+void Link(SegmentPlan& plan, StepOps before, StepOps after) {
+  std::size_t a = before.begin;
+  std::size_t b = after.begin;
+  while (a < before.end && b < after.end) {
+    SegmentOp& first = plan.ops[a];
+    SegmentOp& second = plan.ops[b];
+    if (Overlap(first, second)) {
+      first.dependents.push_back(static_cast<std::uint32_t>(b));
+      ++second.prerequisites;
+    }
+    // Step past whichever segment ends first; the other may overlap more.
+    if (first.offset + first.count <= second.offset + second.count) {
+      ++a;
+    } else {
+      ++b;
+    }
+  }
+}
+
+}  // namespace
+
+std::int64_t SegmentElements(std::size_t segment_bytes, std::size_t element_size,
+                             std::int64_t count) {
+  const auto requested = static_cast<std::int64_t>(segment_bytes / element_size);
+  const std::int64_t fewest = (count + kMaxSegmentsPerStep - 1) / kMaxSegmentsPerStep;
+  return std::max<std::int64_t>({requested, fewest, 1});
+}
+
+// Each segment is a message of its own and costs a message's latency (tens of
+// microseconds over TCP on a loaded host), so segments stay large: a message
+// is cut only once it is large enough that 16 segments still each carry a
+// quarter of a MiB or more. Quarter-MiB segments were slower than whole steps
+// (ring, N = 4, 16 and 64 MiB) over both TCP and shared memory; M/16 was
+// faster over shared memory and even over TCP, which is why `--segment`
+// stays off unless asked for.
+std::size_t AutoSegmentBytes(std::int64_t message_bytes) {
+  constexpr std::int64_t kSmallest = std::int64_t{256} << 10;
+  constexpr std::int64_t kLargest = std::int64_t{4} << 20;
+  if (message_bytes < 16 * kSmallest) return 0;
+  return static_cast<std::size_t>(std::clamp(message_bytes / 16, kSmallest, kLargest));
+}
+
+SegmentPlan PlanSegments(const Schedule& schedule, std::int64_t segment_elements) {
+  SegmentPlan plan;
+  plan.segment_elements = segment_elements;
+  std::vector<StepOps> steps;
+  std::vector<std::size_t> round_end;  // index past each round's last step in `steps`
+  for (std::size_t k = 0; k < schedule.rounds.size(); ++k) {
+    const Round& round = schedule.rounds[k];
+    std::int64_t scratch = 0;
+    std::uint32_t receives = 0;
+    for (std::size_t i = 0; i < round.steps.size(); ++i) {
+      const Step& step = round.steps[i];
+      const bool in_place = LandsInPlace(step, round);
+      const std::size_t first = plan.ops.size();
+      for (std::int64_t begin = 0, s = 0; begin < step.count; begin += segment_elements, ++s) {
+        plan.ops.push_back(SegmentOp{
+            .kind = step.kind,
+            .peer = step.peer,
+            .offset = step.offset + begin,
+            .count = std::min(segment_elements, step.count - begin),
+            .round = static_cast<std::uint32_t>(k),
+            .step = static_cast<std::uint32_t>(i),
+            .segment = static_cast<std::uint32_t>(s),
+            .in_place = in_place,
+            .scratch_offset = scratch + begin,
+            .prerequisites = 0,
+            .dependents = {},
+        });
+        if (step.IsReceive()) ++receives;
+      }
+      if (step.IsReceive() && !in_place) scratch += step.count;
+      steps.push_back(StepOps{first, plan.ops.size()});
+    }
+    plan.slot_elements = std::max(plan.slot_elements, scratch);
+    plan.receives_per_round.push_back(receives);
+    round_end.push_back(steps.size());
+  }
+  // Everything a step may depend on is in its own round or before it.
+  for (std::size_t b = 0; b < steps.size(); ++b) {
+    const SegmentOp& op = plan.ops[steps[b].begin];
+    for (std::size_t a = 0; a < round_end[op.round]; ++a) {
+      if (a == b || !MustPrecede(plan.ops[steps[a].begin], op)) continue;
+      Link(plan, steps[a], steps[b]);
+    }
+  }
+  return plan;
+}
+
+}  // namespace testbed
