@@ -28,17 +28,17 @@ function readPredictions() {
 function barChart(title, bars) {
   const shown = bars.filter(b => b.value !== undefined);
   const max = Math.max(...shown.map(b => b.value), 1e-9);
-  const svg = svgElement('svg', { class: 'chart', viewBox: '0 0 300 150', width: 300, height: 150,
+  const svg = svgElement('svg', { class: 'chart', viewBox: '0 0 300 175', width: 300, height: 175,
                                   'data-title': title });
   svg.append(svgElement('text', { x: 150, y: 14, 'text-anchor': 'middle', 'font-size': 12 }, title));
   shown.forEach((bar, i) => {
     const height = (100 * bar.value) / max;
-    svg.append(svgElement('rect', { x: 30 + i * 85, y: 125 - height, width: 60, height,
+    svg.append(svgElement('rect', { x: 30 + i * 85, y: 150 - height, width: 60, height,
                                     fill: bar.colour, 'data-series': bar.label,
                                     'data-value': bar.value }));
-    svg.append(svgElement('text', { x: 60 + i * 85, y: 120 - height, 'text-anchor': 'middle',
+    svg.append(svgElement('text', { x: 60 + i * 85, y: 145 - height, 'text-anchor': 'middle',
                                     'font-size': 10 }, Number(bar.value.toPrecision(4))));
-    svg.append(svgElement('text', { x: 60 + i * 85, y: 140, 'text-anchor': 'middle',
+    svg.append(svgElement('text', { x: 60 + i * 85, y: 166, 'text-anchor': 'middle',
                                     'font-size': 11 }, bar.label));
   });
   return svg;
