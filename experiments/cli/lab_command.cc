@@ -90,9 +90,6 @@ int RunLab(const LabOptions& options) {
                  "which the page does not send yet)\n";
     return 2;
   }
-  httplib::Server server;
-  SignalWaiter waiter([&](int) { server.stop(); });  // before any thread starts
-
   // One job for the lab's daemons: they inherit these, nothing else can join.
   const Credentials credentials{absl::StrCat("lab-", getpid()), RandomHex(16)};
   setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
@@ -106,7 +103,14 @@ int RunLab(const LabOptions& options) {
 
   int code = 0;
   {
-    LabCluster cluster(credentials, log_dir);  // outlives the runner that uses it
+    // Destroyed in reverse: the runner (its run cancelled) before the signal
+    // thread, the cluster (its daemons ended) after both.
+    httplib::Server server;
+    LabCluster cluster(credentials, log_dir);
+    SignalWaiter waiter([&](int) {  // before any thread starts
+      server.stop();
+      cluster.Cancel();
+    });
     LabRunner runner([&cluster](const proto::ExperimentSpec& spec, const auto& on_row,
                                 std::ostream& progress) {
       return cluster.Run(spec, on_row, progress);
@@ -126,7 +130,8 @@ int RunLab(const LabOptions& options) {
       std::fflush(stdout);
       server.listen_after_bind();
     }
-  }  // the runner finishes its run, then the cluster ends its daemons
+    cluster.Cancel();  // listening ended for another reason: no run starts now
+  }
   if (options.log_dir.empty()) fs::remove_all(log_dir);
   return code;
 }

@@ -40,13 +40,32 @@ absl::Status LabCluster::EnsureCluster(int workers, std::ostream& progress) {
 absl::Status LabCluster::Run(const proto::ExperimentSpec& spec,
                              const std::function<void(const proto::ResultRow&)>& on_row,
                              std::ostream& progress) {
+  {
+    std::lock_guard lock(mu_);
+    if (cancelled_) return absl::CancelledError("the lab is closing");
+  }
   if (absl::Status st = EnsureCluster(static_cast<int>(spec.workers()), progress); !st.ok()) {
     return st;
   }
   grpc::ClientContext context;
+  {
+    std::lock_guard lock(mu_);
+    if (cancelled_) return absl::CancelledError("the lab is closing");
+    in_flight_ = &context;
+  }
   const Tls plaintext;  // loopback only: the lab's daemons never leave lo
-  return SubmitExperiment(cluster_->coordinator(), credentials_, plaintext, spec,
-                          /*wait_for_workers_s=*/30, context, on_row, progress);
+  const absl::Status status =
+      SubmitExperiment(cluster_->coordinator(), credentials_, plaintext, spec,
+                       /*wait_for_workers_s=*/30, context, on_row, progress);
+  std::lock_guard lock(mu_);
+  in_flight_ = nullptr;
+  return status;
+}
+
+void LabCluster::Cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  if (in_flight_ != nullptr) in_flight_->TryCancel();
 }
 
 }  // namespace testbed

@@ -3,13 +3,17 @@
 // starts. The cluster is kept between runs of the same N (a class runs the
 // same N again and again) and restarted for another N or after a daemon died.
 //
-// Thread-safety: Run() from one thread at a time (the LabRunner's).
+// Thread-safety: Run() from one thread at a time (the LabRunner's); Cancel()
+// from any.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
+
+#include <grpcpp/client_context.h>
 
 #include "absl/status/status.h"
 #include "experiments/cluster/local_cluster.h"
@@ -29,6 +33,10 @@ class LabCluster {
                    const std::function<void(const proto::ResultRow&)>& on_row,
                    std::ostream& progress);
 
+  // Ends the run in flight, and refuses every later one: the lab is closing,
+  // and Ctrl-C should not wait for a run's timeout.
+  void Cancel();
+
  private:
   absl::Status EnsureCluster(int workers, std::ostream& progress);
 
@@ -36,6 +44,9 @@ class LabCluster {
   std::string log_dir_;
   std::unique_ptr<LocalCluster> cluster_;
   int cluster_workers_ = 0;
+  std::mutex mu_;
+  grpc::ClientContext* in_flight_ = nullptr;  // guarded by mu_
+  bool cancelled_ = false;                    // guarded by mu_
 };
 
 }  // namespace testbed
