@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include <httplib.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
@@ -12,8 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
 #include "experiments/lab/lab_api.h"
+#include "experiments/lab/lab_assets.h"
 #include "experiments/lab/lab_memory.h"
 #include "experiments/lab/lab_runner.h"
+#include "experiments/lab/lab_server.h"
 
 namespace testbed {
 namespace {
@@ -228,6 +231,64 @@ TEST(LabRunner, BadRunInputIsA400AndQueuesNothing) {
                    "unknown collective 'rong'");
   ExpectBadRequest(RunStatusResponse({{"id", "1"}}, runner), "no run with id 1");
   EXPECT_FALSE(runner.Get(1).has_value());
+}
+
+// The routes over a real socket: every embedded asset, the API's statuses.
+class LabServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    AddLabRoutes(server_, runner_, /*max_workers=*/8);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  void TearDown() override {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  LabRunner runner_{&FakeExecutor};
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(LabServerTest, ServesEveryEmbeddedAssetAndThePageAtRoot) {
+  httplib::Client client("127.0.0.1", port_);
+  ASSERT_FALSE(LabAssets().empty());
+  bool has_page = false;
+  for (const LabAsset& asset : LabAssets()) {
+    const bool page = asset.name == "index.html";
+    has_page |= page;
+    const auto response = client.Get(page ? "/" : "/" + std::string(asset.name));
+    ASSERT_TRUE(response) << asset.name;
+    EXPECT_EQ(response->status, 200) << asset.name;
+    EXPECT_EQ(response->body, asset.content) << asset.name;
+  }
+  EXPECT_TRUE(has_page);
+  const auto page = client.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  const auto missing = client.Get("/nothing.js");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+}
+
+TEST_F(LabServerTest, ApiAnswersOverHttp) {
+  httplib::Client client("127.0.0.1", port_);
+  const auto bad = client.Get("/api/trace?collective=ring&n=99");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(bad->body, "n must be 1..16, not 99\n");
+  const auto posted = client.Post("/api/run?collective=ring&n=2&bytes=64", "", "text/plain");
+  ASSERT_TRUE(posted);
+  EXPECT_EQ(posted->status, 202) << posted->body;
+  const LabRun run = WaitForEnd(runner_, 1);
+  EXPECT_EQ(run.state, RunState::kDone);
+  const auto results = client.Get("/api/results");
+  ASSERT_TRUE(results);
+  EXPECT_EQ(results->status, 200);
+  EXPECT_EQ(Field(Parse(results->body), "rows").list_value().values_size(), 1);
 }
 
 }  // namespace
