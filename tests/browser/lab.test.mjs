@@ -148,17 +148,23 @@ test('bad input is a message on the page, not a broken page', async () => {
   assert.deepEqual(pageErrors, []);
 });
 
-const stageGigabytes = () => page.$$eval('#mem-table tbody tr td.gb', l => l.map(td => td.textContent));
+// Waits until the Memory table shows `figures` (each input fires a request;
+// the page keeps only the newest answer), fails with what it shows instead.
+async function expectStageGigabytes(figures) {
+  const shown = () => page.$$eval('#mem-table tbody tr td.gb', l => l.map(td => td.textContent));
+  await page.waitForFunction(f => JSON.stringify([...document.querySelectorAll('#mem-table tbody tr td.gb')]
+                                                 .map(td => td.textContent)) === f,
+                             {}, JSON.stringify(figures)).catch(() => {});
+  assert.deepEqual(await shown(), figures);
+}
 
 test('Memory shows the course\'s ZeRO figures', async () => {
   await setValue('#mem-params', '7');
   await setValue('#mem-gpus', '8');
-  await page.waitForFunction(() => document.querySelector('#mem-table td.gb')?.textContent === '112');
-  assert.deepEqual(await stageGigabytes(), ['112', '38.5', '26.3', '14']);
+  await expectStageGigabytes(['112', '38.5', '26.3', '14']);
   await setValue('#mem-params', '7.5');
   await setValue('#mem-gpus', '64');
-  await page.waitForFunction(() => document.querySelector('#mem-table td.gb')?.textContent === '120');
-  assert.deepEqual(await stageGigabytes(), ['120', '31.4', '16.6', '1.9']);
+  await expectStageGigabytes(['120', '31.4', '16.6', '1.9']);
   await setValue('#bubble-stages', '4');
   await setValue('#bubble-micro', '8');
   await page.waitForFunction(() => document.querySelector('#bubble-fraction').textContent === '27.3%');
@@ -192,9 +198,35 @@ test('a tiny experiment runs from the page: its row, charts and the course table
   assert.deepEqual(pageErrors, []);
 });
 
+test('ranks are laid out by who talks to whom: trees hang from the root, rings circle', async () => {
+  const layoutOf = async (collective, n) => {
+    await page.select('#trace-collective', collective);
+    await setValue('#trace-n', String(n));
+    await page.click('#trace-load');
+    await page.waitForFunction(k => document.querySelectorAll('rect.block').length === k * 8, {}, n);
+    const top = await page.$$eval('rect.block', l => {
+      const y = {};
+      for (const b of l) y[b.dataset.rank] = Number(b.getAttribute('y'));
+      return y;
+    });
+    return { kind: await page.$eval('#trace-svg', e => e.dataset.layout), top };
+  };
+  for (const collective of ['tree', 'broadcast', 'reduce']) {
+    const { kind, top } = await layoutOf(collective, 8);
+    assert.equal(kind, 'tree', collective);
+    for (let r = 1; r < 8; r++) assert.ok(top[0] < top[r], `${collective}: rank 0 above rank ${r}`);
+  }
+  assert.equal((await layoutOf('ring', 4)).kind, 'circle');
+  assert.equal((await layoutOf('butterfly', 8)).kind, 'circle');
+  assert.deepEqual(pageErrors, []);
+});
+
 test('a screenshot of the whole page, the ring mid-way', async () => {
+  await page.select('#trace-collective', 'ring');
+  await setValue('#trace-n', '4');
   await page.click('#trace-load');
-  await page.waitForFunction(() => document.querySelector('#trace-round').dataset.round === '-1');
+  await page.waitForFunction(() => document.querySelector('#trace-round').dataset.round === '-1' &&
+                                   document.querySelectorAll('rect.block').length === 32);
   for (let i = 0; i < 3; i++) await page.click('#trace-next');
   await page.waitForFunction(() => document.querySelector('#trace-round').dataset.round === '2');
   await page.screenshot({ path: process.env.SHOT || 'lab.png', fullPage: true });

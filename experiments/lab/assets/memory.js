@@ -2,6 +2,8 @@
 // computed by the server (/api/memory) with the course's accounting.
 import { api, $, oneDecimal } from './api.js';
 
+let latest = 0;  // the newest request: an older answer arriving late is dropped
+
 async function update() {
   const billions = Number($('mem-params').value);
   const card = Number($('mem-card').value);
@@ -13,12 +15,14 @@ async function update() {
     params: String(billions * 1e9), gpus: $('mem-gpus').value,
     stages: $('bubble-stages').value, micro_batches: $('bubble-micro').value,
   });
+  const request = ++latest;
   let memory;
   try {
     memory = await api(`/api/memory?${query}`);
+    if (request !== latest) return;
     $('mem-message').textContent = '';
   } catch (error) {
-    $('mem-message').textContent = error.message;
+    if (request === latest) $('mem-message').textContent = error.message;
     return;
   }
   $('mem-table').tBodies[0].replaceChildren(...memory.zero.map(stage => {

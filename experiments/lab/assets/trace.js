@@ -1,8 +1,10 @@
 // The Trace part: the executor's real trace (/api/trace), stepped round by
-// round. Ranks sit on a circle, each with its buffer as a row of blocks; a
-// block's colour says how many ranks' contributions it holds (the popcount
-// of its value, which is a bitmask: rank r starts with 2^r). The round's
-// messages are arrows from sender to receiver.
+// round. Each rank shows its buffer as a row of blocks; a block's colour says
+// how many ranks' contributions it holds (the popcount of its value, which is
+// a bitmask: rank r starts with 2^r). The round's messages are arrows from
+// sender to receiver. Where ranks sit is read off the trace, not a list of
+// names: when the pairs that ever talk form a tree (tree, broadcast, reduce),
+// ranks hang in levels below the root; otherwise they sit on a circle.
 import { api, $, svgElement } from './api.js';
 
 // Colour by share of ranks held: empty grey, then light to dark blue, and
@@ -19,16 +21,59 @@ export const popcount = mask => { let n = 0; for (; mask; mask &= mask - 1) n++;
 let trace = null;   // the /api/trace answer shown
 let round = -1;     // -1: before round 0
 let timer = null;   // play
+let positions = []; // per rank: {x, y}, from layOut()
+let latest = 0;     // the newest /api/trace request: a late older answer is dropped
 
 function buffersAt(k) { return k < 0 ? trace.initial : trace.rounds[k].buffers; }
 
-function rankPosition(rank, workers) {
-  const angle = -Math.PI / 2 + (2 * Math.PI * rank) / workers;
-  return { x: 450 + 330 * Math.cos(angle), y: 280 + 220 * Math.sin(angle) };
+// Depth of every rank below rank 0 when the pairs that exchange messages form
+// a tree (N - 1 distinct pairs, all connected), and the ranks in the order a
+// breadth-first walk finds them (children of a left parent first); null otherwise.
+function treeDepths(trace) {
+  const neighbours = Array.from({ length: trace.workers }, () => new Set());
+  for (const round of trace.rounds) {
+    for (const m of round.messages) { neighbours[m.from].add(m.to); neighbours[m.to].add(m.from); }
+  }
+  const pairs = neighbours.reduce((sum, n) => sum + n.size, 0) / 2;
+  if (trace.workers < 3 || pairs !== trace.workers - 1) return null;
+  const depth = Array(trace.workers).fill(-1);
+  depth[0] = 0;
+  const order = [0];
+  for (let i = 0; i < order.length; i++) {
+    for (const next of [...neighbours[order[i]]].sort((a, b) => a - b)) {
+      if (depth[next] < 0) { depth[next] = depth[order[i]] + 1; order.push(next); }
+    }
+  }
+  return depth.includes(-1) ? null : { depth, order };
 }
 
+function layOut(trace) {
+  const tree = treeDepths(trace);
+  if (tree) {
+    const { depth, order } = tree;
+    const levels = Math.max(...depth);
+    return {
+      kind: 'tree',
+      positions: depth.map((d, rank) => {
+        const level = order.filter(r => depth[r] === d);
+        return { x: (900 * (level.indexOf(rank) + 0.5)) / level.length,
+                 y: 50 + (460 * d) / Math.max(1, levels) };
+      }),
+    };
+  }
+  return {
+    kind: 'circle',
+    positions: Array.from({ length: trace.workers }, (_, rank) => {
+      const angle = -Math.PI / 2 + (2 * Math.PI * rank) / trace.workers;
+      return { x: 450 + 330 * Math.cos(angle), y: 280 + 220 * Math.sin(angle) };
+    }),
+  };
+}
+
+const rankPosition = rank => positions[rank];
+
 function drawRank(svg, rank, masks) {
-  const { x, y } = rankPosition(rank, trace.workers);
+  const { x, y } = rankPosition(rank);
   const width = Math.min(16, 150 / trace.count);
   const left = x - (width * trace.count) / 2;
   svg.append(svgElement('text', { x, y: y - 14, 'text-anchor': 'middle', 'font-size': 13 },
@@ -46,8 +91,8 @@ function drawRank(svg, rank, masks) {
 }
 
 function drawMessage(svg, message) {
-  const from = rankPosition(message.from, trace.workers);
-  const to = rankPosition(message.to, trace.workers);
+  const from = rankPosition(message.from);
+  const to = rankPosition(message.to);
   const dx = to.x - from.x, dy = to.y - from.y, length = Math.hypot(dx, dy) || 1;
   const inset = Math.min(40, length / 3);
   const line = svgElement('line', {
@@ -107,14 +152,20 @@ export async function loadTrace() {
   const query = new URLSearchParams({
     collective: $('trace-collective').value, n: $('trace-n').value, count: $('trace-count').value,
   });
+  const request = ++latest;
   try {
-    trace = await api(`/api/trace?${query}`);
+    const answer = await api(`/api/trace?${query}`);
+    if (request !== latest) return;
+    trace = answer;
     $('trace-message').textContent = '';
   } catch (error) {
-    $('trace-message').textContent = error.message;
+    if (request === latest) $('trace-message').textContent = error.message;
     return;
   }
   round = -1;
+  const layout = layOut(trace);
+  positions = layout.positions;
+  $('trace-svg').dataset.layout = layout.kind;
   drawLegend(trace.workers);
   draw();
 }
