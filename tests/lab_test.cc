@@ -234,27 +234,35 @@ TEST(LabRunner, BadRunInputIsA400AndQueuesNothing) {
 }
 
 // The routes over a real socket: every embedded asset, the API's statuses.
-class LabServerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    AddLabRoutes(server_, runner_, /*max_workers=*/8);
+class ServedLab {
+ public:
+  explicit ServedLab(const std::string& token = "") {
+    AddLabRoutes(server_, runner_, /*max_workers=*/8, token);
     port_ = server_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
-  void TearDown() override {
+  ~ServedLab() {
     server_.stop();
-    if (thread_.joinable()) thread_.join();
+    thread_.join();
   }
+  httplib::Client Client() const { return httplib::Client("127.0.0.1", port_); }
+  LabRunner& runner() { return runner_; }
 
+ private:
   LabRunner runner_{&FakeExecutor};
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
 };
 
+class LabServerTest : public ::testing::Test {
+ protected:
+  ServedLab lab_;
+  LabRunner& runner_ = lab_.runner();
+};
+
 TEST_F(LabServerTest, ServesEveryEmbeddedAssetAndThePageAtRoot) {
-  httplib::Client client("127.0.0.1", port_);
+  httplib::Client client = lab_.Client();
   ASSERT_FALSE(LabAssets().empty());
   bool has_page = false;
   for (const LabAsset& asset : LabAssets()) {
@@ -275,7 +283,7 @@ TEST_F(LabServerTest, ServesEveryEmbeddedAssetAndThePageAtRoot) {
 }
 
 TEST_F(LabServerTest, ApiAnswersOverHttp) {
-  httplib::Client client("127.0.0.1", port_);
+  httplib::Client client = lab_.Client();
   const auto bad = client.Get("/api/trace?collective=ring&n=99");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
@@ -289,6 +297,31 @@ TEST_F(LabServerTest, ApiAnswersOverHttp) {
   ASSERT_TRUE(results);
   EXPECT_EQ(results->status, 200);
   EXPECT_EQ(Field(Parse(results->body), "rows").list_value().values_size(), 1);
+}
+
+TEST(LabServer, OffLoopbackTheApiAsksForTheTokenThePageDoesNot) {
+  ServedLab lab("s3cret");
+  httplib::Client client = lab.Client();
+  const auto page = client.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  for (const char* path : {"/api/collectives", "/api/collectives?token=s3cre",
+                           "/api/collectives?token=s3cret0"}) {
+    const auto refused = client.Get(path);
+    ASSERT_TRUE(refused) << path;
+    EXPECT_EQ(refused->status, 401) << path;
+    EXPECT_NE(refused->body.find("needs its token"), std::string::npos);
+  }
+  const auto posted = client.Post("/api/run?collective=ring&n=2&bytes=64", "", "text/plain");
+  ASSERT_TRUE(posted);
+  EXPECT_EQ(posted->status, 401);
+  EXPECT_FALSE(lab.runner().Get(1).has_value());
+  const auto by_query = client.Get("/api/collectives?token=s3cret");
+  ASSERT_TRUE(by_query);
+  EXPECT_EQ(by_query->status, 200);
+  const auto by_header = client.Get("/api/collectives", {{"X-Lab-Token", "s3cret"}});
+  ASSERT_TRUE(by_header);
+  EXPECT_EQ(by_header->status, 200);
 }
 
 }  // namespace

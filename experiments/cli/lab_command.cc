@@ -63,7 +63,9 @@ CLI::App* AddLabCommand(CLI::App& app, LabOptions& options) {
       "daemons the lab starts, the ZeRO and pipeline-bubble calculators, and the course "
       "table of every run of the session.");
   cmd->add_option("--listen", options.listen,
-                  "HOST:PORT to serve on (loopback only for now; port 0 picks a free one)")
+                  "HOST:PORT to serve on; port 0 picks a free one. Off loopback the API asks "
+                  "for the job token (TESTBED_TOKEN, else a new one), which the printed "
+                  "address carries")
       ->capture_default_str();
   cmd->add_option("--workers", options.workers, "The largest N a run from the page may use")
       ->check(CLI::Range(1, kLabMaxWorkers))
@@ -82,16 +84,14 @@ int RunLab(const LabOptions& options) {
     std::cerr << "error: --listen " << options.listen << ": write HOST:PORT (port 0..65535)\n";
     return 2;
   }
-  // The control plane's rule: off loopback, every call needs the job's token.
-  // The page does not carry one yet, so the lab stays on loopback.
-  if (!IsLoopback(address->host)) {
-    std::cerr << "error: --listen " << options.listen
-              << ": the lab serves loopback only (a lab on another address needs a token, "
-                 "which the page does not send yet)\n";
-    return 2;
-  }
   // One job for the lab's daemons: they inherit these, nothing else can join.
-  const Credentials credentials{absl::StrCat("lab-", getpid()), RandomHex(16)};
+  // A token the teacher set (TESTBED_TOKEN) is kept, so a printed address stays valid.
+  const char* set_token = std::getenv("TESTBED_TOKEN");
+  const Credentials credentials{absl::StrCat("lab-", getpid()),
+                                set_token != nullptr && *set_token != '\0' ? set_token
+                                                                          : RandomHex(16)};
+  // The control plane's rule: off loopback, every call needs the job's token.
+  const bool needs_token = !IsLoopback(address->host);
   setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
   setenv("TESTBED_TOKEN", credentials.token.c_str(), 1);
   setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);  // as testbed local on loopback
@@ -115,7 +115,7 @@ int RunLab(const LabOptions& options) {
                                 std::ostream& progress) {
       return cluster.Run(spec, on_row, progress);
     });
-    AddLabRoutes(server, runner, options.workers);
+    AddLabRoutes(server, runner, options.workers, needs_token ? credentials.token : "");
     const int port = address->port == 0 ? server.bind_to_any_port(address->host)
                                         : (server.bind_to_port(address->host, address->port)
                                                ? address->port
@@ -124,9 +124,17 @@ int RunLab(const LabOptions& options) {
       std::cerr << "error: cannot listen on " << options.listen << "\n";
       code = 1;
     } else {
-      std::printf("testbed lab: open http://%s:%d/ (Ctrl-C ends the lab and its daemons; "
+      // Students open this address; off loopback it carries the token.
+      const std::string query = needs_token ? "?token=" + credentials.token : "";
+      if (needs_token) {
+        std::fprintf(stderr,
+                     "testbed lab: serving %s off loopback: the API asks for the token, over "
+                     "plain HTTP - use it on a class network, not the open internet\n",
+                     address->host.c_str());
+      }
+      std::printf("testbed lab: open http://%s:%d/%s (Ctrl-C ends the lab and its daemons; "
                   "logs in %s)\n",
-                  address->host.c_str(), port, log_dir.c_str());
+                  address->host.c_str(), port, query.c_str(), log_dir.c_str());
       std::fflush(stdout);
       server.listen_after_bind();
     }

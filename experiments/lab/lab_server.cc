@@ -29,9 +29,36 @@ std::string_view ContentTypeOf(std::string_view name) {
   return "application/octet-stream";
 }
 
+// Compares in time independent of where the first difference is, so the
+// answer's timing does not give the token away byte by byte.
+bool SameToken(const std::string& given, const std::string& expected) {
+  unsigned char difference = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    difference |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return difference == 0;
+}
+
+void RequireToken(httplib::Server& server, const std::string& token) {
+  server.set_pre_routing_handler([token](const httplib::Request& request,
+                                         httplib::Response& out) {
+    if (!request.path.starts_with("/api/")) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string given = request.has_header("X-Lab-Token")
+                                  ? request.get_header_value("X-Lab-Token")
+                                  : request.get_param_value("token");
+    if (SameToken(given, token)) return httplib::Server::HandlerResponse::Unhandled;
+    Send({.status = 401, .content_type = "text/plain",
+          .body = "this lab needs its token: open the address testbed lab printed\n"},
+         out);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
 }  // namespace
 
-void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers) {
+void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
+                  const std::string& token) {
+  if (!token.empty()) RequireToken(server, token);
   for (const LabAsset& asset : LabAssets()) {
     const std::string path = asset.name == "index.html" ? "/" : "/" + std::string(asset.name);
     server.Get(path, [asset](const httplib::Request&, httplib::Response& out) {

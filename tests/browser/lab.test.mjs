@@ -2,8 +2,8 @@
 // puppeteer-core (installed by .ci/install-deps into this folder). Run the
 // file itself, `node lab.test.mjs`, not `node --test`: exit 77 (skipped, no
 // chromium or puppeteer) must reach CTest.
-// Env: LAB_CMD (starts the lab; it prints a line with http://127.0.0.1:PORT/)
-// or LAB_URL (a lab already up); CHROMIUM (default /usr/bin/chromium); SHOT
+// Env: LAB_CMD (starts the lab; it prints a line with http://HOST:PORT/, and
+// ?token=... off loopback) or LAB_URL (a lab already up); CHROMIUM (default /usr/bin/chromium); SHOT
 // (screenshot path). Every process it starts it ends by PID, also on failure.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -40,7 +40,7 @@ function startServer(cmd) {
     let out = '';
     const timer = setTimeout(() => reject(new Error('the lab printed no URL in 10 s')), 10000);
     server.stdout.on('data', d => {
-      const m = (out += d).match(/http:\/\/127\.0\.0\.1:\d+\//);
+      const m = (out += d).match(/http:\/\/[\w.:\[\]-]+:\d+\/(\?token=\w+)?/);
       if (m) { clearTimeout(timer); resolve(m[0]); }
     });
     server.on('exit', code => { clearTimeout(timer); reject(new Error(`the lab exited ${code}`)); });
@@ -77,7 +77,13 @@ after(async () => {
   await stopServer();
 });
 
-const api = async path => (await fetch(new URL(path, url))).json();
+// The lab's JSON, with the page's token when its address has one.
+async function api(path) {
+  const address = new URL(path, url);
+  const token = new URL(url).searchParams.get('token');
+  if (token) address.searchParams.set('token', token);
+  return (await fetch(address)).json();
+}
 const text = selector => page.$eval(selector, e => e.textContent);
 const popcount = mask => { let n = 0; for (; mask; mask &= mask - 1) n++; return n; };
 

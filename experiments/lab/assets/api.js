@@ -1,7 +1,14 @@
 // Talking to testbed lab's /api/: JSON on success; on a 400 the server's
 // one-line message becomes the Error's message, which the page shows.
+// A lab off loopback printed its address with ?token=...: every call carries it.
+const token = new URLSearchParams(location.search).get('token');
+
+export const withToken = path =>
+  token ? `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}` : path;
+
 export async function api(path, options = {}) {
-  const response = await fetch(path, options);
+  const headers = token ? { 'X-Lab-Token': token } : {};
+  const response = await fetch(path, { ...options, headers });
   const text = await response.text();
   if (!response.ok) throw new Error(text.trim() || `${response.status} ${response.statusText}`);
   return JSON.parse(text);

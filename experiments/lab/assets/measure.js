@@ -2,7 +2,7 @@
 // first; the run goes to the lab's queue (POST /api/run), its progress and
 // rows are polled, then measured, model (/api/model, the alpha-beta model of
 // the schedules) and prediction are drawn side by side.
-import { api, $, svgElement } from './api.js';
+import { api, $, svgElement, withToken } from './api.js';
 import { refreshResults } from './results.js';
 
 const kPollMs = 300;
@@ -107,7 +107,7 @@ async function runExperiment() {
       $('run-message').textContent = `the run failed: ${run.error}`;
     } else if (run.rows.length > 0) {
       drawCharts(run.rows[0], model, predictions);
-      $('run-download').href = `/api/run.jsonl?id=${id}`;
+      $('run-download').href = withToken(`/api/run.jsonl?id=${id}`);
       $('run-download').download = `lab-run-${id}.jsonl`;
       $('run-download').hidden = false;
     }
