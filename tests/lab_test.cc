@@ -324,5 +324,14 @@ TEST(LabServer, OffLoopbackTheApiAsksForTheTokenThePageDoesNot) {
   EXPECT_EQ(by_header->status, 200);
 }
 
+TEST(LabServer, ASecondLabCannotTakeTheSamePort) {
+  httplib::Server first, second;
+  ListenAlone(first);
+  ListenAlone(second);
+  const int port = first.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  EXPECT_FALSE(second.bind_to_port("127.0.0.1", port));
+}
+
 }  // namespace
 }  // namespace testbed

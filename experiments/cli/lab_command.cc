@@ -116,6 +116,7 @@ int RunLab(const LabOptions& options) {
       return cluster.Run(spec, on_row, progress);
     });
     AddLabRoutes(server, runner, options.workers, needs_token ? credentials.token : "");
+    ListenAlone(server);
     const int port = address->port == 0 ? server.bind_to_any_port(address->host)
                                         : (server.bind_to_port(address->host, address->port)
                                                ? address->port

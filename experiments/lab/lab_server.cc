@@ -56,6 +56,13 @@ void RequireToken(httplib::Server& server, const std::string& token) {
 
 }  // namespace
 
+void ListenAlone(httplib::Server& server) {
+  server.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+}
+
 void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
                   const std::string& token) {
   if (!token.empty()) RequireToken(server, token);

@@ -21,4 +21,10 @@ namespace testbed {
 void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
                   const std::string& token = "");
 
+// Sockets that a second lab on the same port cannot share: cpp-httplib's
+// default sets SO_REUSEPORT, and then two labs would split the class's
+// requests between them without a word. SO_REUSEADDR stays (a restarted lab
+// gets its port back at once). Call before binding.
+void ListenAlone(httplib::Server& server);
+
 }  // namespace testbed
