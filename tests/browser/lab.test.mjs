@@ -33,6 +33,10 @@ function killByPid(pid) {
   try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
 }
 process.on('exit', () => { killByPid(server?.pid); killByPid(browser?.process()?.pid); });
+// CTest's TIMEOUT (180 s) would SIGKILL node and leave the lab behind: give up
+// first, through process.exit, so the handler above still ends them.
+setTimeout(() => { console.log('# lab.test.mjs ran past 150 s: giving up'); process.exit(1); },
+           150000).unref();
 
 function startServer(cmd) {
   return new Promise((resolve, reject) => {
