@@ -27,6 +27,14 @@ testbed_require(spdlog CONFIG APT libspdlog-dev)
 testbed_require(Eigen3 CONFIG APT libeigen3-dev)  # testbed train: the MLP's matrices
 testbed_require(ZLIB APT zlib1g-dev)               # testbed train: gzipped IDX files
 find_package(Threads REQUIRED)
+# Debian's cpp-httplib ships pkg-config metadata, no CMake config.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+endif()
+if(NOT HTTPLIB_FOUND)
+  list(APPEND _testbed_missing "cpp-httplib (apt-get install pkg-config libcpp-httplib-dev)")
+endif()
 
 if(_testbed_missing)
   list(JOIN _testbed_missing "\n  " _testbed_missing_text)

@@ -8,6 +8,7 @@
 #include "experiments/cli/local_command.h"
 #include "experiments/cli/run_command.h"
 #include "experiments/cli/fit_command.h"
+#include "experiments/cli/lab_command.h"
 #include "experiments/cli/model_command.h"
 #include "experiments/cli/trace_command.h"
 #include "experiments/cli/train_command.h"
@@ -39,11 +40,14 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = testbed::AddRunCommand(app, run);
   testbed::TrainOptions train;
   CLI::App* train_cmd = testbed::AddTrainCommand(app, train);
+  testbed::LabOptions lab;
+  CLI::App* lab_cmd = testbed::AddLabCommand(app, lab);
 
   CLI11_PARSE(app, argc, argv);
   if (local_cmd->parsed()) return testbed::RunLocal(local, *local_cmd);
   if (run_cmd->parsed()) return testbed::RunRun(run, *run_cmd);
   if (train_cmd->parsed()) return testbed::RunTrain(train, std::cout, std::cerr);
+  if (lab_cmd->parsed()) return testbed::RunLab(lab);
   if (trace_cmd->parsed()) return testbed::RunTrace(trace, std::cout, std::cerr);
   if (traffic_cmd->parsed()) return testbed::RunTraffic(traffic, std::cout, std::cerr);
   if (model_cmd->parsed()) return testbed::RunModel(model, std::cout, std::cerr);

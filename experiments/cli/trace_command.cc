@@ -9,6 +9,7 @@
 #include "allreduce/chunking.h"
 #include "allreduce/inprocess_run.h"
 #include "experiments/cli/cli_common.h"
+#include "experiments/cli/trace_inputs.h"
 
 namespace testbed {
 namespace {
@@ -21,20 +22,6 @@ bool DigitEncoding(int workers) { return workers <= 9; }
 
 double StartValue(int workers, int rank) {
   return DigitEncoding(workers) ? std::pow(10.0, rank) : rank + 1.0;
-}
-
-std::vector<Bytes> TraceInputs(const Collective& c, int workers, std::int64_t count, int root) {
-  std::vector<Bytes> inputs(workers, Bytes(count * sizeof(double)));
-  for (int r = 0; r < workers; ++r) {
-    const Chunk mine = ChunkOf(count, workers, r);
-    for (std::int64_t i = 0; i < count; ++i) {
-      bool present = true;
-      if (c.semantics == Semantics::kBroadcast) present = r == root;
-      if (c.semantics == Semantics::kAllGather) present = i >= mine.offset && i < mine.offset + mine.count;
-      StoreElement(DataType::kFloat64, inputs[r].data(), i, present ? StartValue(workers, r) : 0);
-    }
-  }
-  return inputs;
 }
 
 std::string Cell(double value, int width) {
@@ -138,7 +125,7 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
         << ". '.' = nothing there yet.\n";
   }
 
-  const std::vector<Bytes> inputs = TraceInputs(c, n, count, root);
+  const std::vector<Bytes> inputs = TraceInputs(c, n, count, root, &StartValue);
   const InProcessRun run = RunInProcess(
       c, inputs, {.type = DataType::kFloat64, .op = ReduceOp::kSum, .root = root,
                   .keep_snapshots = true});

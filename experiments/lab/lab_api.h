@@ -1,0 +1,44 @@
+// The lab's JSON endpoints as plain functions of the request's parameters,
+// so tests call them without a socket; lab_server.h binds them to paths.
+// Bad input - an unknown collective, N or a size out of range, a parameter
+// that is not a number - is a 400 whose body is one line saying which and why.
+//
+// Thread-safety: reentrant; the runner they are given synchronizes itself.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "experiments/lab/lab_runner.h"
+
+namespace testbed {
+
+// The query (or form) parameters of a request, as cpp-httplib keeps them.
+using LabParams = std::multimap<std::string, std::string>;
+
+struct LabResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body{};
+};
+
+// GET /api/collectives: the registry, in its order.
+LabResponse CollectivesResponse();
+// GET /api/trace?collective=ring&n=4&count=8: lab_trace.h's JSON.
+LabResponse TraceResponse(const LabParams& params);
+// GET /api/memory?params=7e9&gpus=8[&stages=4&micro_batches=8]: lab_memory.h's JSON.
+LabResponse MemoryResponse(const LabParams& params);
+// GET /api/model?collective=ring&n=4&bytes=64KiB&alpha_us=50&rate_gbit=10:
+// the alpha-beta model's rounds, bottleneck bytes, time and closed-form bytes.
+LabResponse ModelResponse(const LabParams& params);
+// POST /api/run?collective=ring&n=4&bytes=4KiB[&iters=5]: queues the
+// experiment (n at most `max_workers`); {"id", "queued_ahead"}.
+LabResponse SubmitRunResponse(const LabParams& params, int max_workers, LabRunner& runner);
+// GET /api/run?id=1: {"id", "state", "queued_ahead", "progress", "rows", "error"}.
+LabResponse RunStatusResponse(const LabParams& params, const LabRunner& runner);
+// GET /api/run.jsonl?id=1: the run's rows as results-file lines (testbed report reads them).
+LabResponse RunRowsResponse(const LabParams& params, const LabRunner& runner);
+// GET /api/results: {"rows": [...], "markdown": the course table of every run so far}.
+LabResponse ResultsResponse(const LabRunner& runner);
+
+}  // namespace testbed
