@@ -193,6 +193,16 @@ void CopyAcross(MutableBuffer dst, ConstBuffer src) {
   }
 }
 
+absl::Status UseMemory(MemoryType type, int rank) {
+  if (absl::Status st = MemoryUsable(type); !st.ok()) return st;
+#if TESTBED_HAVE_CUDA
+  if (type == MemoryType::kPinned || type == MemoryType::kCuda) {
+    return cuda::UseDevice(rank).status();
+  }
+#endif
+  return absl::OkStatus();
+}
+
 const MemoryOps& MemoryOpsFor(MemoryType type) {
   static const HostMemory host;
   static const FakeDeviceMemory fake_device;

@@ -51,6 +51,11 @@ bool HostAccessible(MemoryType type);
 // CUDA error) for a machine without a usable GPU.
 absl::Status MemoryUsable(MemoryType type);
 
+// MemoryUsable, and for CUDA memory the device of `rank` (rank mod the
+// devices) made current on the calling thread, which then allocates and
+// reduces there.
+absl::Status UseMemory(MemoryType type, int rank);
+
 // A read-only view of memory and where it lives.
 struct ConstBuffer {
   const std::byte* data = nullptr;

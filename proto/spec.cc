@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
+#include "allreduce/memory.h"
 #include "allreduce/segment_plan.h"
 #include "common/byte_size.h"
 
@@ -24,6 +25,7 @@ void ApplyDefaults(proto::ExperimentSpec& spec) {
   if (spec.op().empty()) spec.set_op("sum");
   if (spec.timeout_s() == 0) spec.set_timeout_s(60);
   if (spec.servers() == 0) spec.set_servers(1);
+  if (spec.memory().empty()) spec.set_memory("host");
 }
 
 absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
@@ -59,6 +61,9 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
     if (size > (std::int64_t{4} << 30)) return bad("size ", size, " is over 4 GiB per worker");
   }
   if (spec.iterations() > 1000000) return bad("iterations over 1000000");
+  if (!spec.memory().empty() && !ParseMemoryType(spec.memory())) {
+    return bad("unknown memory '", spec.memory(), "' (", MemoryTypeNames(), ")");
+  }
   if (spec.segment() != "" && spec.segment() != "off" && spec.segment() != "auto") {
     const absl::StatusOr<std::int64_t> segment = ParseByteSize(spec.segment());
     if (!segment.ok() || *segment <= 0) {

@@ -45,6 +45,8 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_transport(first.transport());
 
   row.set_segment_bytes(first.segment_bytes());
+  row.set_memory(first.memory());
+  row.set_gpu_path(first.gpu_path());
 
   // Per iteration, the slowest rank's time: the collective's.
   std::vector<double> times(iterations, 0.0);

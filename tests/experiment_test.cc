@@ -85,6 +85,12 @@ TEST(SpecTest, ValidationNamesTheBadField) {
   proto::ExperimentSpec nobody = spec;
   nobody.set_workers(0);
   EXPECT_FALSE(ValidateSpec(nobody).ok());
+  proto::ExperimentSpec gpu = spec;
+  gpu.set_memory("gpu");
+  EXPECT_EQ(ValidateSpec(gpu).message(),
+            "bad experiment: unknown memory 'gpu' (host, pinned, cuda, fake-device)");
+  gpu.set_memory("fake-device");
+  EXPECT_TRUE(ValidateSpec(gpu).ok());
 }
 
 TEST(SpecTest, FileErrorsCarryLineAndColumn) {

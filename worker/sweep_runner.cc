@@ -26,9 +26,16 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
   const ReduceOp op = *ParseReduceOp(spec.op());
   const auto element = static_cast<std::int64_t>(ElementSize(type));
   const std::int64_t max_bytes = *std::max_element(spec.sizes().begin(), spec.sizes().end());
+  // Where the vector lives; memory host code can't touch (a GPU's) goes
+  // through `staging` to the parameter server and to the check.
+  const MemoryType memory = ParseMemoryType(spec.memory()).value_or(MemoryType::kHost);
+  if (absl::Status st = UseMemory(memory, rank); !st.ok()) return st;
+  const MemoryOps& ops = MemoryOpsFor(memory);
+  const bool staged = !HostAccessible(memory);
 
-  // value-initialized: every page is touched here, not in a timed loop.
-  std::vector<std::byte> buffer(max_bytes), pristine(max_bytes);
+  // Allocated zeroed: every page is touched here, not in a timed loop.
+  const Allocation buffer = ops.Allocate(max_bytes);
+  std::vector<std::byte> pristine(max_bytes), staging(staged ? max_bytes : 0);
   Executor executor(transport);
 
   // The barrier is a one-element all-reduce; its buffer is its own.
@@ -52,7 +59,9 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
     const Semantics semantics = collective->semantics;
     for (const std::int64_t bytes : spec.sizes()) {
       const std::int64_t count = bytes / element;
-      const std::span<std::byte> data(buffer.data(), bytes);
+      const MutableBuffer data = buffer.buffer().subspan(0, bytes);
+      const std::span<std::byte> host_view =  // what the ps client and the check read
+          staged ? std::span(staging.data(), bytes) : std::span(data.data, bytes);
       FillInput(semantics, n, rank, count, type, 0, pristine.data());
 
       // One iteration of this (algorithm, size), and the traffic it moved.
@@ -71,12 +80,18 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         declared.set_workers(n);
         declared.mutable_optimizer()->set_kind(proto::Optimizer::NONE);  // the sum: exact
         if (absl::Status st = env.parameter_server->Declare(declared); !st.ok()) return st;
-        run_once = [&] { return env.parameter_server->PushPull(tensor, rank, ++step, data); };
+        run_once = [&] {
+          // gRPC is host-only: device memory goes down and back up, timed.
+          if (staged) ops.Download(host_view, data);
+          absl::Status st = env.parameter_server->PushPull(tensor, rank, ++step, host_view);
+          if (staged && st.ok()) ops.Upload(data, host_view);
+          return st;
+        };
         reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
       } else {
         schedule = collective->build(rank, n, count, /*root=*/0);
         segment = SegmentBytesFor(spec, bytes);
-        executor.Prepare(schedule, type, MemoryType::kHost, segment);
+        executor.Prepare(schedule, type, memory, segment);
         run_once = [&] { return executor.Run(schedule, data, type, op, {.segment_bytes = segment}); };
         reset_traffic = [&] { transport.ResetTraffic(); };
       }
@@ -86,6 +101,8 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_algorithm(name);
       result.set_bytes(bytes);
       result.set_segment_bytes(segment);
+      result.set_memory(std::string(Name(memory)));
+      result.set_gpu_path(staged ? "staged" : "none");
       // ps over its own interface names it, so fits and plots tell an
       // emulated cluster's links from loopback, as the UCX label does.
       result.set_transport(ps ? (env.net_device.empty() ? std::string("grpc")
@@ -121,7 +138,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
           if (i > 0) {
             if (absl::Status st = sync(); !st.ok()) return st;
           }
-          std::memcpy(data.data(), pristine.data(), bytes);
+          ops.Upload(data, std::span(pristine.data(), bytes));
         }
         if (absl::Status st = sync(); !st.ok()) return st;
         reset_traffic();
@@ -151,9 +168,11 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         result.set_wire_bytes_sent(wire_after->sent - wire_before->sent);
         result.set_wire_bytes_received(wire_after->received - wire_before->received);
       }
+      if (staged && !spec.skip_check()) ops.Download(host_view, data);
       result.set_wrong(spec.skip_check()
                            ? -1
-                           : CheckRank(semantics, n, rank, data.data(), count, type, op, 0).count);
+                           : CheckRank(semantics, n, rank, host_view.data(), count, type, op, 0)
+                                 .count);
       if (ps) {
         // Once every worker has pulled its last step, rank 0 frees the tensor.
         if (absl::Status st = sync(); !st.ok()) return st;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "allreduce/collective.h"
+#include "allreduce/memory.h"
 #include "common/byte_size.h"
 #include "experiments/cli/cli_common.h"
 #include "common/link_units.h"
@@ -109,6 +110,14 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                  "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB)")
       ->check(StatusValidator(&ParseSegmentFlag, "SIZE|auto|off"))
       ->capture_default_str();
+  cmd.add_option("--memory", f.memory,
+                 "Where each rank's vector lives: host; pinned or cuda (a build with CUDA, on "
+                 "a machine with a GPU; rank r uses GPU r mod the GPUs; device memory is staged "
+                 "through host memory over UCX); fake-device (host pages no code but the "
+                 "memory's own copies and reductions may touch: proves the staged path without "
+                 "a GPU)")
+      ->check(StatusValidator(&ParseMemoryFlag, "KIND"))
+      ->capture_default_str();
 }
 
 absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text) {
@@ -116,6 +125,14 @@ absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text) {
   absl::StatusOr<std::int64_t> bytes = ParseByteSize(text);
   if (!bytes.ok()) return bytes.status();
   if (*bytes <= 0) return absl::InvalidArgumentError("a segment needs at least one byte");
+  return std::string(text);
+}
+
+absl::StatusOr<std::string> ParseMemoryFlag(std::string_view text) {
+  if (!ParseMemoryType(text)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown memory '", std::string(text), "' (", MemoryTypeNames(), ")"));
+  }
   return std::string(text);
 }
 
@@ -252,6 +269,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--link-rate")) spec.set_link_rate(f.link_rate);
   if (given("--alpha")) spec.set_model_alpha(f.alpha);
   if (given("--segment")) spec.set_segment(f.segment == "off" ? "" : f.segment);
+  if (given("--memory")) spec.set_memory(f.memory);
   if (spec.network().empty()) spec.set_network("loopback");
   if (spec.model_alpha().empty()) spec.set_model_alpha("50us");
   ApplyDefaults(spec);

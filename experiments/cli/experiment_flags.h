@@ -40,6 +40,7 @@ struct ExperimentFlags {
   std::string link_rate;             // netns: each node's link, e.g. "1gbit"
   std::string alpha = "50us";        // the model's latency per round
   std::string segment = "off";       // pipelining: off, auto or a size per segment
+  std::string memory = "host";       // where each rank's vector lives
 };
 
 // Registers the flags on `command`.
@@ -55,6 +56,9 @@ absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text)
 // The network fields of a spec: a known mode, a rate only for netns, a
 // parsable rate and alpha.
 absl::Status ValidatePlacement(const proto::ExperimentSpec& spec);
+
+// --memory: a kind of memory allreduce/memory.h knows; the text back, or why not.
+absl::StatusOr<std::string> ParseMemoryFlag(std::string_view text);
 
 // --segment: "off", "auto" or a positive size; the text back, or why not.
 absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text);

@@ -67,10 +67,7 @@ class RowSink {
 
   void Add(const proto::ResultRow& row) {
     table_.AddRow(ResultCells(row));
-    any_ps_ |= row.servers() > 0;
-    any_wire_ |= row.wire_bytes_sent_size() > 0;
-    any_model_ |= row.has_model_time_us();
-    any_segment_ |= row.segment_bytes() > 0;
+    rows_.push_back(row);
     if (format_ == OutputFormat::kJson) {
       std::cout << JsonObject(table_.columns(), table_.rows().back()) << std::endl;
     }
@@ -80,15 +77,14 @@ class RowSink {
     if (table_.rows().empty()) return;
     if (format_ == OutputFormat::kCsv) table_.Print(format_, std::cout);
     if (format_ == OutputFormat::kTable) {
-      table_.Select(TableColumns(any_ps_, any_wire_, any_model_, any_segment_))
-          .Print(format_, std::cout);
+      table_.Select(TableColumns(rows_)).Print(format_, std::cout);
     }
   }
 
  private:
   OutputFormat format_;
   Table table_;
-  bool any_ps_ = false, any_wire_ = false, any_model_ = false, any_segment_ = false;
+  std::vector<proto::ResultRow> rows_;  // what the table's optional columns depend on
 };
 
 // Submits one spec and records its rows. An error is returned as a status.

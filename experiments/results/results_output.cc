@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -17,8 +18,15 @@
 
 namespace testbed {
 
-std::vector<std::string> TableColumns(bool any_ps, bool any_wire, bool any_model,
-                                      bool any_segment) {
+std::vector<std::string> TableColumns(const std::vector<proto::ResultRow>& rows) {
+  const auto any = [&](auto has) { return std::any_of(rows.begin(), rows.end(), has); };
+  const bool any_ps = any([](const proto::ResultRow& r) { return r.servers() > 0; });
+  const bool any_wire = any([](const proto::ResultRow& r) { return r.wire_bytes_sent_size() > 0; });
+  const bool any_model = any([](const proto::ResultRow& r) { return r.has_model_time_us(); });
+  const bool any_segment = any([](const proto::ResultRow& r) { return r.segment_bytes() > 0; });
+  const bool any_device = any([](const proto::ResultRow& r) {
+    return !r.memory().empty() && r.memory() != "host";
+  });
   std::vector<std::string> columns = {"algorithm", "workers", "bytes", "time_us_avg"};
   if (any_model) columns.push_back("model_time_us");
   columns.insert(columns.end(), {"time_us_min", "time_us_p50", "time_us_p99", "time_us_max",
@@ -30,6 +38,7 @@ std::vector<std::string> TableColumns(bool any_ps, bool any_wire, bool any_model
   columns.insert(columns.end(), {"theory_bytes_total", "wrong"});
   if (any_ps) columns.insert(columns.end(), {"servers", "shard_payload_bytes"});
   if (any_segment) columns.push_back("segment_bytes");
+  if (any_device) columns.insert(columns.end(), {"memory", "gpu_path"});
   columns.push_back("transport");
   return columns;
 }

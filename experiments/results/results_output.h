@@ -14,11 +14,10 @@
 
 namespace testbed {
 
-// The columns a terminal table shows (CSV and JSON carry all of them); the
-// parameter server's, the wire, the model and the segment columns only when some
-// row has them.
-std::vector<std::string> TableColumns(bool any_ps, bool any_wire, bool any_model,
-                                      bool any_segment = false);
+// The columns a terminal table shows for `rows` (CSV and JSON carry all of
+// them); the parameter server's, the wire, the model, the segment and the
+// memory columns only when some row has them.
+std::vector<std::string> TableColumns(const std::vector<proto::ResultRow>& rows);
 
 // Appends to a JSON-lines file: Open() writes the experiment record, Append()
 // one result record per row, each flushed at once so a crash keeps what was

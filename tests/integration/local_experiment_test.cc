@@ -91,6 +91,60 @@ TEST(LocalSegmented, EveryAlgorithmPipelinedIsExactAndMovesTheoryBytes) {
   std::filesystem::remove_all(dir);
 }
 
+// Device memory without a GPU: every all-reduce and ps on fake-device memory
+// (pages no code but the memory's own operations may touch), through the real
+// daemons over UCX - so the sweep, the executor, the UCX staging and the ps
+// client's staging all go through the memory's operations, or the worker
+// crashes. Exact, the theory's bytes, and the rows say how it travelled.
+TEST(LocalMemory, FakeDeviceMemoryRunsEveryAlgorithmStagedAndExact) {
+  const std::string dir = TempDir("fake-device");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "3", "--algorithms",
+                          "naive,ring,tree,butterfly,halving-doubling,ps", "--sizes",
+                          "4,4004,1000004", "--iters", "2", "--warmup", "1", "--memory",
+                          "fake-device", "--format", "json", "--timeout", "60"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(4));
+  ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 18u) << testbed.Stdout();
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    EXPECT_EQ(JsonField(row, "memory"), "fake-device");
+    EXPECT_EQ(JsonField(row, "gpu_path"), "staged");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// CUDA memory runs where there is a GPU; elsewhere the run fails at once with
+// the one line saying why (the build has no CUDA, or the CUDA error).
+TEST(LocalMemory, CudaMemoryRunsOrFailsSayingWhy) {
+  const std::string dir = TempDir("cuda");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "2", "--algorithms", "ring,ps", "--sizes",
+                          "4004", "--iters", "1", "--warmup", "0", "--memory", "cuda",
+                          "--format", "json", "--timeout", "30"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(2));
+  ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+  if (*status == 0) {
+    for (const std::string& row : Lines(testbed.Stdout())) {
+      SCOPED_TRACE(row);
+      EXPECT_EQ(JsonField(row, "wrong"), "0");
+      EXPECT_EQ(JsonField(row, "memory"), "cuda");
+    }
+  } else {
+    EXPECT_EQ(*status, 1);
+    EXPECT_TRUE(std::regex_search(testbed.Stderr(),
+                                  std::regex("error: .*(no CUDA device: cudaError|TESTBED_CUDA)")))
+        << testbed.Stderr();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // reduce-scatter, all-gather, broadcast and reduce run in the harness like the
 // all-reduces: checked results, payload equal to the closed form, and
 // nccl-tests' bus-bandwidth factor ((N-1)/N for the first two, 1 for the rooted).
