@@ -119,9 +119,11 @@ class InProcessTransport final : public Transport {
     // Copy without the lock, so ranks copy in parallel; the sender's span
     // stays valid until `consumed` is set. One copy, by the memories' own
     // operations (a device's memory is not host code's to touch).
+    ++fabric_.copying_from_[op.peer];
     lock.unlock();
     CopyAcross(op.data, send->data);
     lock.lock();
+    --fabric_.copying_from_[op.peer];
     send->consumed = true;
     traffic_[op.peer].bytes_received += op.data.size;
     traffic_[op.peer].messages_received += 1;
@@ -147,18 +149,21 @@ class InProcessTransport final : public Transport {
 };
 
 InProcessFabric::InProcessFabric(int world_size, std::chrono::milliseconds timeout)
-    : world_size_(world_size), timeout_(timeout), lost_(world_size, false) {}
+    : world_size_(world_size),
+      timeout_(timeout),
+      lost_(world_size, false),
+      copying_from_(world_size, 0) {}
 
 std::unique_ptr<Transport> InProcessFabric::Connect(int rank) {
   return std::make_unique<InProcessTransport>(*this, rank);
 }
 
 void InProcessFabric::MarkLost(int rank) {
-  {
-    std::lock_guard lock(mu_);
-    lost_[rank] = true;
-  }
+  std::unique_lock lock(mu_);
+  lost_[rank] = true;
+  std::erase_if(published_, [rank](const auto& entry) { return std::get<0>(entry.first) == rank; });
   changed_.notify_all();
+  changed_.wait(lock, [&] { return copying_from_[rank] == 0; });
 }
 
 }  // namespace testbed

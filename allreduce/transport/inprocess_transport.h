@@ -33,7 +33,10 @@ class InProcessFabric {
   // The transport of `rank`; call once per rank.
   std::unique_ptr<Transport> Connect(int rank);
 
-  // From now on, every wait on `rank` fails with an error naming it.
+  // From now on, every wait on `rank` fails with an error naming it. Its
+  // sends not yet received are dropped, as a dead process's would be, and
+  // this returns once no peer is still copying out of one: the caller may
+  // then free the lost rank's buffers.
   void MarkLost(int rank);
 
   int world_size() const { return world_size_; }
@@ -53,6 +56,7 @@ class InProcessFabric {
   std::condition_variable changed_;  // a send was published or consumed, or a rank was lost
   std::map<Key, std::shared_ptr<PendingSend>> published_;  // guarded by mu_
   std::vector<bool> lost_;                                 // guarded by mu_
+  std::vector<int> copying_from_;  // copies under way out of each rank's sends; guarded by mu_
 };
 
 }  // namespace testbed
