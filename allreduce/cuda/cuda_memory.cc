@@ -33,19 +33,21 @@ class PinnedMemory final : public MemoryOps {
     return MakeAllocation(static_cast<std::byte*>(p), bytes, MemoryType::kPinned,
                           [](std::byte* q, std::size_t) { cudaFreeHost(q); });
   }
-  void Copy(MutableBuffer dst, ConstBuffer src) const override {
-    if (src.size > 0) std::memcpy(dst.data, src.data, src.size);
-  }
+  // Host code may touch it: everything but its allocation is host memory's.
+  void Copy(MutableBuffer dst, ConstBuffer src) const override { Host().Copy(dst, src); }
   void Reduce(DataType type, ReduceOp op, MutableBuffer dst, ConstBuffer src,
               std::int64_t count) const override {
-    ReduceInto(type, op, dst.data, src.data, count);
+    Host().Reduce(type, op, dst, src, count);
   }
   void Upload(MutableBuffer dst, std::span<const std::byte> host) const override {
-    if (!host.empty()) std::memcpy(dst.data, host.data(), host.size());
+    Host().Upload(dst, host);
   }
   void Download(std::span<std::byte> host, ConstBuffer src) const override {
-    if (src.size > 0) std::memcpy(host.data(), src.data, src.size);
+    Host().Download(host, src);
   }
+
+ private:
+  static const MemoryOps& Host() { return MemoryOpsFor(MemoryType::kHost); }
 };
 
 class DeviceMemory final : public MemoryOps {
