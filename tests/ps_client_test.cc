@@ -5,7 +5,6 @@
 // the sum), so the buffer here holds something else than the served values:
 // a gradient under SGD (served: -lr g), or one worker's part of a sum of two.
 #include <gtest/gtest.h>
-#include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstring>
@@ -16,8 +15,7 @@
 #include <vector>
 
 #include "proto/parameter_server.pb.h"
-#include "server/parameter_server_service.h"
-#include "server/parameter_store.h"
+#include "server/in_process_shard.h"
 #include "worker/ps_client.h"
 
 namespace testbed {
@@ -25,35 +23,15 @@ namespace {
 
 const Credentials kCredentials{"job-1", "secret"};
 
-struct Shard {
-  ParameterStore store;
-  std::unique_ptr<ParameterServerService> service;
-  std::unique_ptr<grpc::Server> server;
-  std::string address;
-};
-
 class PsClientTest : public ::testing::TestWithParam<int> {  // the number of shards
  protected:
   void SetUp() override {
     for (int s = 0; s < GetParam(); ++s) {
-      auto shard = std::make_unique<Shard>();
-      shard->service = std::make_unique<ParameterServerService>(shard->store, kCredentials,
-                                                                 std::chrono::seconds(10));
-      grpc::ServerBuilder builder;
-      int port = 0;
-      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-      builder.RegisterService(shard->service.get());
-      shard->server = builder.BuildAndStart();
-      ASSERT_NE(port, 0);
-      shard->address = "127.0.0.1:" + std::to_string(port);
-      addresses_.push_back(shard->address);
-      shards_.push_back(std::move(shard));
-    }
-  }
-  void TearDown() override {
-    for (auto& shard : shards_) {
-      shard->store.Shutdown();
-      shard->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      absl::StatusOr<std::unique_ptr<InProcessShard>> shard =
+          InProcessShard::Start(kCredentials, std::chrono::seconds(10));
+      ASSERT_TRUE(shard.ok()) << shard.status();
+      addresses_.push_back((*shard)->address());
+      shards_.push_back(*std::move(shard));
     }
   }
 
@@ -77,7 +55,7 @@ class PsClientTest : public ::testing::TestWithParam<int> {  // the number of sh
   }
 
   std::vector<std::string> addresses_;
-  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::unique_ptr<InProcessShard>> shards_;  // stopped when destroyed
 };
 
 // One worker (N = 1), SGD with lr 1 from zero: every step serves -(sum of the

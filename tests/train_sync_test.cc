@@ -15,7 +15,6 @@
 // Also: training is deterministic given the seed (bit for bit, over the
 // in-process transport), and a different seed trains differently.
 #include <gtest/gtest.h>
-#include <grpcpp/grpcpp.h>
 
 #include <functional>
 #include <memory>
@@ -26,8 +25,7 @@
 
 #include "allreduce/collective.h"
 #include "allreduce/transport/inprocess_transport.h"
-#include "server/parameter_server_service.h"
-#include "server/parameter_store.h"
+#include "server/in_process_shard.h"
 #include "worker/ps_client.h"
 #include "worker/train/allreduce_sync.h"
 #include "worker/train/ps_sync.h"
@@ -155,36 +153,19 @@ INSTANTIATE_TEST_SUITE_P(
 // A parameter-server shard (or two) served from this process on loopback.
 class PsTrainingTest : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {
  protected:
-  struct Shard {
-    ParameterStore store;
-    std::unique_ptr<ParameterServerService> service;
-    std::unique_ptr<grpc::Server> server;
-  };
   void SetUp() override {
     for (int s = 0; s < std::get<1>(GetParam()); ++s) {
-      auto shard = std::make_unique<Shard>();
-      shard->service = std::make_unique<ParameterServerService>(shard->store, kCredentials,
-                                                                 std::chrono::seconds(20));
-      grpc::ServerBuilder builder;
-      int port = 0;
-      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-      builder.RegisterService(shard->service.get());
-      shard->server = builder.BuildAndStart();
-      ASSERT_NE(port, 0);
-      addresses_.push_back("127.0.0.1:" + std::to_string(port));
-      shards_.push_back(std::move(shard));
-    }
-  }
-  void TearDown() override {
-    for (auto& shard : shards_) {
-      shard->store.Shutdown();
-      shard->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      absl::StatusOr<std::unique_ptr<InProcessShard>> shard =
+          InProcessShard::Start(kCredentials, std::chrono::seconds(20));
+      ASSERT_TRUE(shard.ok()) << shard.status();
+      addresses_.push_back((*shard)->address());
+      shards_.push_back(*std::move(shard));
     }
   }
 
   const Credentials kCredentials{"train", "secret"};
   std::vector<std::string> addresses_;
-  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::unique_ptr<InProcessShard>> shards_;  // stopped when destroyed
 };
 
 TEST_P(PsTrainingTest, EqualsOneWorkerWithTheGlobalBatch) {

@@ -1,7 +1,5 @@
 #include "experiments/cluster/local_training.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -11,8 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
 #include "allreduce/transport/ucx_transport.h"
-#include "server/parameter_server_service.h"
-#include "server/parameter_store.h"
+#include "server/in_process_shard.h"
 #include "worker/ps_client.h"
 #include "worker/train/allreduce_sync.h"
 #include "worker/train/ps_sync.h"
@@ -22,42 +19,8 @@ namespace {
 
 constexpr std::chrono::seconds kCallTimeout{120};
 
-// A parameter-server shard served from this process on 127.0.0.1, any port.
-class LocalShard {
- public:
-  static absl::StatusOr<std::unique_ptr<LocalShard>> Start() {
-    auto shard = std::unique_ptr<LocalShard>(new LocalShard());
-    shard->service_ = std::make_unique<ParameterServerService>(shard->store_, JobCredentials(),
-                                                               kCallTimeout);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(shard->service_.get());
-    shard->server_ = builder.BuildAndStart();
-    if (shard->server_ == nullptr || port == 0) {
-      return absl::UnavailableError("cannot start a parameter-server shard on 127.0.0.1");
-    }
-    shard->address_ = absl::StrCat("127.0.0.1:", port);
-    return shard;
-  }
-  ~LocalShard() { Stop(); }
-
-  static Credentials JobCredentials() { return {"train-local", "train-local"}; }
-  const std::string& address() const { return address_; }
-  // Fails every waiting pull: a worker that failed must not leave the others
-  // waiting for its push.
-  void Stop() {
-    store_.Shutdown();
-    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  }
-
- private:
-  LocalShard() = default;
-  ParameterStore store_;
-  std::unique_ptr<ParameterServerService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-};
+// The job the in-process shard and its clients share.
+Credentials JobCredentials() { return {"train-local", "train-local"}; }
 
 // What one worker thread synchronises through, made on its own thread.
 using SyncFactory =
@@ -119,14 +82,15 @@ absl::Status RunWorkers(const LocalTrainingOptions& options, const TrainTestSpli
 absl::Status RunOverParameterServer(const LocalTrainingOptions& options,
                                     const TrainTestSplit& data, const TrainingRowSink& sink,
                                     const proto::Optimizer& optimizer) {
-  absl::StatusOr<std::unique_ptr<LocalShard>> shard = LocalShard::Start();
+  absl::StatusOr<std::unique_ptr<InProcessShard>> shard =
+      InProcessShard::Start(JobCredentials(), kCallTimeout);
   if (!shard.ok()) return shard.status();
   std::vector<std::unique_ptr<PsClient>> clients(options.workers);
   return RunWorkers(
       options, data, sink,
       [&](int rank, WorkerTrainer& trainer) -> absl::StatusOr<std::unique_ptr<GradientSync>> {
         clients[rank] = std::make_unique<PsClient>(std::vector<std::string>{(*shard)->address()},
-                                                   LocalShard::JobCredentials(), kCallTimeout);
+                                                   JobCredentials(), kCallTimeout);
         absl::StatusOr<std::unique_ptr<PsSync>> sync =
             PsSync::Create(*clients[rank], "train/parameters", static_cast<std::uint32_t>(rank),
                            options.workers, trainer.parameters(), optimizer);
