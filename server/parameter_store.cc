@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
 #include "common/byte_size.h"
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 namespace testbed {
 

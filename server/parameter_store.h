@@ -7,7 +7,7 @@
 // shard then sums (or averages) the gradients and applies the optimizer to its
 // slice: NONE serves the sum itself (exactly the all-reduce result), SGD,
 // momentum and Adam serve the updated parameters (which start at zero). Each
-// optimizer is a rule of its own (server/optimizer.h), one instance per
+// optimizer is a rule of its own (common/optimizer.h), one instance per
 // tensor slice, applied a chunk at a time.
 //
 // The completed step is worked out chunk by chunk, by whichever pull first

@@ -1,7 +1,7 @@
 // Each optimizer rule on its own, without a store: against values computed by
 // hand over a few steps (Adam's with its bias correction), chunk by chunk as
 // the store applies them, and the registry's names.
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 #include <gtest/gtest.h>
 

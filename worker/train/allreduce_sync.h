@@ -29,7 +29,7 @@
 #include "allreduce/executor.h"
 #include "allreduce/schedule.h"
 #include "allreduce/transport/transport.h"
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 #include "worker/train/gradient_sync.h"
 
 namespace testbed {

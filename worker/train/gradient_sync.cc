@@ -3,7 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 namespace testbed {
 

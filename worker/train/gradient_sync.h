@@ -8,7 +8,7 @@
 //   PsSync         the synchronous parameter server through PsClient: the
 //                  shards average the N gradients and run the optimizer, as
 //                  in the parameter-server papers.
-// The optimizer is the parameter server's own rule (server/optimizer.h) in
+// The optimizer is the parameter server's own rule (common/optimizer.h) in
 // both, so the two kinds differ only in where the update is computed.
 //
 // Thread-safety: one GradientSync per worker, used from that worker's thread.

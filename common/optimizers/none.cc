@@ -3,7 +3,7 @@
 // steps. The store sums straight into the values, so Apply is a copy it skips.
 #include <algorithm>
 
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 namespace testbed {
 namespace {

@@ -2,7 +2,7 @@
 // per element of the slice, starts at zero.
 #include <vector>
 
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 namespace testbed {
 namespace {

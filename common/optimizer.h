@@ -1,7 +1,7 @@
 // An optimizer is the rule a parameter-server shard applies to its slice of a
 // tensor once a step's gradients are summed (ps-lite's pluggable updater):
 // NONE serves the sum itself, SGD, momentum and Adam update the parameters.
-// One class per rule, one file each in server/optimizers/, found by name in a
+// One class per rule, one file each in common/optimizers/, found by name in a
 // registry that each file adds itself to (TESTBED_REGISTER_OPTIMIZER): a new
 // rule is its proto enum value, its file and its test, and nothing else.
 //

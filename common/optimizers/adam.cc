@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 namespace testbed {
 namespace {

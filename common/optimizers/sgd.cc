@@ -1,5 +1,5 @@
 // SGD: w -= lr g. No state.
-#include "server/optimizer.h"
+#include "common/optimizer.h"
 
 namespace testbed {
 namespace {
