@@ -1,14 +1,12 @@
 #include "experiments/cli/fit_command.h"
 
-#include <cmath>
-#include <fstream>
 #include <set>
-#include <utility>
 
 #include "absl/status/status.h"
 #include "allreduce/cost_model.h"
 #include "experiments/cli/cli_common.h"
 #include "experiments/results/result_row.h"
+#include "experiments/results/row_fits.h"
 
 namespace testbed {
 namespace {
@@ -49,48 +47,22 @@ int RunFit(const std::vector<proto::ResultRow>& rows, const std::string& format_
     err << "error: unknown format '" << format_name << "'\n";
     return 2;
   }
-  struct Group {
-    std::vector<FitPoint> points;
-    std::set<std::int64_t> sizes, workers;
-  };
-  std::map<std::pair<std::string, std::string>, Group> groups;
-  std::vector<std::pair<std::string, std::string>> order;  // first appearance
-  for (const proto::ResultRow& row : rows) {
-    const absl::StatusOr<CostEstimate> e = EstimateRow(row, LinkModel{});
-    if (!e.ok()) {
-      err << "warning: skipping a row of " << row.algorithm() << ": " << e.status().message()
-          << "\n";
-      continue;
-    }
-    const auto key = std::make_pair(row.algorithm(), row.transport());
-    if (!groups.contains(key)) order.push_back(key);
-    Group& g = groups[key];
-    g.points.push_back(FitPoint{e->rounds, e->bottleneck_bytes, row.time_us_avg() * 1e-6});
-    g.sizes.insert(row.bytes());
-    g.workers.insert(row.workers());
-  }
+  const std::vector<RowFit> fits = FitRows(rows, err);
 
   Table table({"algorithm", "transport", "workers", "points", "sizes", "alpha_us",
                "beta_ns_per_byte", "link_gbit_s", "r2", "worst_rel_residual"});
-  for (const auto& key : order) {
-    const Group& g = groups[key];
-    const std::string name = key.first + " (" + (key.second.empty() ? "-" : key.second) + ")";
-    if (g.sizes.size() < 2) {
-      err << name << ": needs at least 2 distinct sizes to fit alpha and beta, has "
-          << g.sizes.size() << "; skipped\n";
+  for (const RowFit& group : fits) {
+    const std::string transport = group.transport.empty() ? std::string("-") : group.transport;
+    if (!group.fit.ok()) {
+      err << group.algorithm << " (" << transport << "): " << group.fit.status().message()
+          << "; skipped\n";
       continue;
     }
-    const auto fit = FitAlphaBeta(g.points);
-    if (!fit.ok()) {
-      err << name << ": " << fit.status().message() << "; skipped\n";
-      continue;
-    }
-    const double beta_ns = fit->link.beta_s_per_byte * 1e9;
-    table.AddRow({key.first, key.second.empty() ? std::string("-") : key.second,
-                  Join(g.workers), std::int64_t{fit->points},
-                  static_cast<std::int64_t>(g.sizes.size()), fit->link.alpha_s * 1e6, beta_ns,
-                  beta_ns > 0 ? 8.0 / beta_ns : 0.0, fit->r_squared,
-                  fit->worst_relative_residual});
+    const AlphaBetaFit& fit = *group.fit;
+    const double beta_ns = fit.link.beta_s_per_byte * 1e9;
+    table.AddRow({group.algorithm, transport, Join(group.workers), std::int64_t{fit.points},
+                  static_cast<std::int64_t>(group.sizes.size()), fit.link.alpha_s * 1e6, beta_ns,
+                  beta_ns > 0 ? 8.0 / beta_ns : 0.0, fit.r_squared, fit.worst_relative_residual});
   }
   if (table.rows().empty()) {
     err << "error: no group of results could be fitted\n";

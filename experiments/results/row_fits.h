@@ -1,0 +1,36 @@
+// The alpha-beta cost model fitted to result rows, one fit per (algorithm,
+// transport): what `testbed fit` prints and what `--algorithms auto` chooses
+// by. Each row's two terms (rounds, bottleneck bytes) are read off the
+// schedules for its N and M (ps: 2 rounds of N*M/S).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "allreduce/cost_model.h"
+#include "proto/experiment.pb.h"
+
+namespace testbed {
+
+struct RowFit {
+  std::string algorithm;
+  std::string transport;  // as the rows name it; "" when they do not
+  std::set<std::int64_t> sizes;
+  std::set<std::int64_t> workers;
+  // Fails when the group has fewer than two distinct sizes, or its terms
+  // cannot be told apart.
+  absl::StatusOr<AlphaBetaFit> fit;
+};
+
+// One fit per (algorithm, transport), in the order the rows first name them.
+// A row the model cannot estimate (unknown algorithm or dtype) is skipped
+// with a warning on `warnings`.
+std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings);
+
+}  // namespace testbed
