@@ -60,8 +60,9 @@ def read_rows(paths):
                 if "algorithm" not in record:
                     continue
                 record["_file"] = label
-                if record["algorithm"] not in ORDER:
-                    ORDER.append(record["algorithm"])
+                series = "auto" if record.get("chosen_by") else record["algorithm"]
+                if series not in ORDER:
+                    ORDER.append(series)
                 # What the network carried for the payload: all-reduce bytes
                 # leave one worker for another (sent); parameter-server rows
                 # (those with shards) push out of the workers and pull into
@@ -154,7 +155,10 @@ def size_label(n):
 
 
 def series_key(row, many_files):
-    name = f"{row['algorithm']} ({row.get('transport') or '-'})"
+    # Rows that --algorithms auto chose are their own series, beside the
+    # algorithms it chose among.
+    algorithm = "auto" if row.get("chosen_by") else row["algorithm"]
+    name = f"{algorithm} ({row.get('transport') or '-'})"
     return name + (f" [{row['_file']}]" if many_files else "")
 
 

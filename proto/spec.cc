@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "allreduce/algorithm_choice.h"
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
 #include "allreduce/memory.h"
@@ -13,6 +14,8 @@ namespace testbed {
 
 bool UsesParameterServer(const proto::ExperimentSpec& spec) {
   for (const std::string& name : spec.algorithms()) {
+    // auto may choose ps (for sums), so its shards must be there.
+    if (name == kAutoAlgorithm && spec.op() != "min" && spec.op() != "max") return true;
     const Collective* c = FindCollective(name);
     if (c != nullptr && c->runs_on_parameter_server()) return true;
   }
@@ -28,7 +31,7 @@ void ApplyDefaults(proto::ExperimentSpec& spec) {
   if (spec.memory().empty()) spec.set_memory("host");
 }
 
-absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
+absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) {
   const auto bad = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("bad experiment: ", parts...));
   };
@@ -37,10 +40,11 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec) {
   }
   if (spec.algorithms().empty()) return bad("no algorithms");
   for (const std::string& name : spec.algorithms()) {
+    if (name == kAutoAlgorithm && reader == SpecReader::kCli) continue;
     const Collective* c = FindCollective(name);
     if (c == nullptr) {
       return bad("unknown algorithm '", name, "' (choose from ", CollectiveNames(Kinds::kAll),
-                 ")");
+                 reader == SpecReader::kCli ? ", auto" : "", ")");
     }
     if (c->runs_on_parameter_server() && spec.op() != "sum") {
       return bad(name, " aggregates sums only, not ", spec.op());

@@ -16,9 +16,15 @@ bool UsesParameterServer(const proto::ExperimentSpec& spec);
 // Fills the documented defaults (iterations 10, dtype float32, op sum, ...).
 void ApplyDefaults(proto::ExperimentSpec& spec);
 
+// Who checks a spec: the CLI accepts "auto" among the algorithms (it runs a
+// chosen algorithm in its place, experiments/cli/auto_algorithms.h); daemons
+// are only ever sent registry names.
+enum class SpecReader { kDaemon, kCli };
+
 // InvalidArgument naming the first bad field: unknown algorithm, N < 1, a size
 // that is not a whole number of elements, no sizes, ...
-absl::Status ValidateSpec(const proto::ExperimentSpec& spec);
+absl::Status ValidateSpec(const proto::ExperimentSpec& spec,
+                          SpecReader reader = SpecReader::kDaemon);
 
 // The segment size the executor uses for messages of `bytes` per worker
 // under the spec's `segment` (0: whole steps). The spec must be valid.

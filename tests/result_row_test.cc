@@ -106,7 +106,7 @@ TEST(ResultRowTest, AWrittenRowReadsBackEqual) {
 TEST(ResultRowTest, FieldsFromANewerBuildAreIgnored) {
   std::istringstream in(
       R"({"record": "result", "algorithm": "ring", "workers": 2, "bytes": 8, )"
-      R"("time_us_avg": 3.5, "p99_us": 9, "chosen_by": {"model": "fit"}})"
+      R"("time_us_avg": 3.5, "p99_us": 9, "tuner": {"model": "fit"}})"
       "\n");
   const auto rows = ReadResultRows(in);
   ASSERT_TRUE(rows.ok()) << rows.status();

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "allreduce/algorithm_choice.h"
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
 #include "common/byte_size.h"
@@ -25,6 +26,17 @@ inline CLI::Validator CollectiveValidator(Kinds kinds) {
 
 // What `testbed local`, `run` and `model` can run or predict: every entry.
 inline CLI::Validator AlgorithmValidator() { return CollectiveValidator(Kinds::kAll); }
+
+// What an experiment (`local`, `run`) can name: every entry, or auto.
+inline CLI::Validator ExperimentAlgorithmValidator() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        if (name == kAutoAlgorithm || FindCollective(name) != nullptr) return "";
+        return "unknown algorithm '" + name + "' (choose from " + CollectiveNames(Kinds::kAll) +
+               ", auto)";
+      },
+      "ALGORITHM");
+}
 
 // Accepts what `parse` accepts; otherwise says why, in parse's words.
 template <typename T>

@@ -56,10 +56,17 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
       ->capture_default_str();
   cmd.add_option("-a,--algorithms", f.algorithms,
                  "Comma-separated, any of: " + CollectiveNames(Kinds::kAll) +
-                     " (ps: the parameter server over gRPC; the others: schedules over UCX)")
+                     " (ps: the parameter server over gRPC; the others: schedules over UCX), "
+                     "or auto: per size, the all-reduce this cluster's fitted alpha-beta model "
+                     "predicts fastest (see --tuning)")
       ->delimiter(',')
-      ->check(AlgorithmValidator())
+      ->check(ExperimentAlgorithmValidator())
       ->capture_default_str();
+  cmd.add_option("--tuning", f.tuning,
+                 "For --algorithms auto: results files (--out of an earlier run on this "
+                 "cluster) to fit each all-reduce's alpha and beta from; without it a short "
+                 "calibration run of every all-reduce comes first")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--servers", f.servers, "Parameter-server shards S, for ps")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -273,7 +280,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (spec.network().empty()) spec.set_network("loopback");
   if (spec.model_alpha().empty()) spec.set_model_alpha("50us");
   ApplyDefaults(spec);
-  if (absl::Status st = ValidateSpec(spec); !st.ok()) return st;
+  if (absl::Status st = ValidateSpec(spec, SpecReader::kCli); !st.ok()) return st;
   if (absl::Status st = ValidatePlacement(spec); !st.ok()) return st;
   return spec;
 }

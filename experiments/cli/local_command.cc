@@ -116,8 +116,9 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
     }
   });
   const absl::Status status =
-      SubmitAndRecord(options.experiment, spec, c.coordinator(), credentials, tls,
-                      /*wait_for_workers_s=*/30, deployment, interrupter, sink);
+      SubmitAndRecord(options.experiment, spec,
+                      {c.coordinator(), credentials, tls, /*wait_for_workers_s=*/30, deployment},
+                      interrupter, sink);
   int code = ExitCode(status, interrupter);
   finished = true;
   watchdog.join();

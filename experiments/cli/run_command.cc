@@ -59,8 +59,10 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
   SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
   RowSink sink(options.experiment);
   const absl::Status status = SubmitAndRecord(
-      options.experiment, *spec, options.coordinator, *credentials, *tls,
-      options.wait_for_workers_s, absl::StrCat("daemons at ", options.coordinator), interrupter, sink);
+      options.experiment, *spec,
+      {options.coordinator, *credentials, *tls, options.wait_for_workers_s,
+       absl::StrCat("daemons at ", options.coordinator)},
+      interrupter, sink);
   sink.PrintTable();
   const int code = ExitCode(status, interrupter);
   if (code == 0 && !options.experiment.out.empty()) {

@@ -1,6 +1,7 @@
 #include "experiments/cli/submission.h"
 
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -9,6 +10,8 @@
 #include "allreduce/cost_model.h"
 #include "allreduce/data_type.h"
 #include "common/link_units.h"
+#include "absl/strings/str_join.h"
+#include "experiments/cli/auto_algorithms.h"
 #include "experiments/cli/experiment_client.h"
 
 namespace testbed {
@@ -38,24 +41,32 @@ std::string RandomHex(int bytes) {
   return out;
 }
 
-// Submits one spec and records its rows. An error is returned as a status.
-absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
-                             const std::string& coordinator, const Credentials& credentials,
-                             const Tls& tls, int wait_for_workers_s, const std::string& deployment,
-                             Interrupter& interrupter, RowSink& sink) {
+namespace {
+
+// Submits one spec and records its rows; a row of a size in `chosen_by` says
+// why auto chose it. An error is returned as a status.
+absl::Status SubmitOnce(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
+                        const SubmissionTarget& target, Interrupter& interrupter, RowSink& sink,
+                        const std::map<std::int64_t, std::string>& chosen_by) {
   ResultsFile results_file;
   if (!flags.out.empty()) {
-    if (absl::Status st = results_file.Open(flags.out, spec, deployment); !st.ok()) return st;
+    if (absl::Status st = results_file.Open(flags.out, spec, target.deployment); !st.ok()) {
+      return st;
+    }
   }
   const std::optional<LinkModel> model = SpecLinkModel(spec);
   grpc::ClientContext context;
   interrupter.SetCurrent(&context);
   absl::Status write_error;
   const absl::Status status = SubmitExperiment(
-      coordinator, credentials, tls, spec, wait_for_workers_s, context,
+      target.coordinator, target.credentials, target.tls, spec, target.wait_for_workers_s,
+      context,
       [&](const proto::ResultRow& measured) {
         proto::ResultRow row = measured;
         if (model) AddModelTime(*model, row);
+        if (auto it = chosen_by.find(row.bytes()); it != chosen_by.end()) {
+          row.set_chosen_by(it->second);
+        }
         sink.Add(row);
         if (!results_file.is_open() || !write_error.ok()) return;
         write_error = results_file.Append(row);
@@ -65,6 +76,77 @@ absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::Experime
       std::cerr);
   interrupter.SetCurrent(nullptr);
   return write_error.ok() ? status : write_error;
+}
+
+// The rows auto fits its candidates to: the --tuning files, or a calibration
+// run on the same daemons (neither printed nor recorded). `source` says which.
+absl::StatusOr<std::vector<proto::ResultRow>> TuningRows(const ExperimentFlags& flags,
+                                                         const proto::ExperimentSpec& spec,
+                                                         const SubmissionTarget& target,
+                                                         Interrupter& interrupter,
+                                                         std::string& source) {
+  if (!flags.tuning.empty()) {
+    source = absl::StrCat("alpha-beta fitted to ", absl::StrJoin(flags.tuning, ", "));
+    return ReadResultsFiles(flags.tuning);
+  }
+  source = "alpha-beta fitted to a calibration run";
+  const proto::ExperimentSpec calibration = CalibrationSpec(spec);
+  std::cerr << "testbed: auto: calibrating " << absl::StrJoin(calibration.algorithms(), ", ")
+            << " at " << absl::StrJoin(calibration.sizes(), ", ") << " bytes" << std::endl;
+  std::vector<proto::ResultRow> rows;
+  grpc::ClientContext context;
+  interrupter.SetCurrent(&context);
+  const absl::Status status = SubmitExperiment(
+      target.coordinator, target.credentials, target.tls, calibration,
+      target.wait_for_workers_s, context,
+      [&](const proto::ResultRow& row) { rows.push_back(row); }, std::cerr);
+  interrupter.SetCurrent(nullptr);
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("auto's calibration run: ", status.message()));
+  }
+  return rows;
+}
+
+absl::Status SubmitWithAuto(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
+                            const SubmissionTarget& target, Interrupter& interrupter,
+                            RowSink& sink) {
+  std::string source;
+  absl::StatusOr<std::vector<proto::ResultRow>> rows =
+      TuningRows(flags, spec, target, interrupter, source);
+  if (!rows.ok()) return rows.status();
+  absl::StatusOr<std::vector<FittedAlgorithm>> fitted =
+      FitCandidates(*rows, AutoCandidates(spec), std::cerr);
+  if (!fitted.ok()) return fitted.status();
+  for (const FittedAlgorithm& f : *fitted) {
+    std::cerr << "testbed: auto: " << f.algorithm << " alpha " << f.link.alpha_s * 1e6
+              << " us, beta " << f.link.beta_s_per_byte * 1e9 << " ns/byte" << std::endl;
+  }
+  const auto element = static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
+  const std::vector<std::int64_t> sizes(spec.sizes().begin(), spec.sizes().end());
+  absl::StatusOr<std::vector<AlgorithmChoice>> choices = ChooseAlgorithms(
+      *fitted, static_cast<int>(spec.workers()), static_cast<int>(spec.servers()), sizes, element);
+  if (!choices.ok()) return choices.status();
+  for (const AlgorithmChoice& choice : *choices) {
+    std::cerr << "testbed: auto: " << choice.bytes << " bytes: " << DescribeChoice(choice, source)
+              << std::endl;
+  }
+  for (const ResolvedSubmission& submission : ResolveAuto(spec, *choices, source)) {
+    if (absl::Status st =
+            SubmitOnce(flags, submission.spec, target, interrupter, sink, submission.chosen_by);
+        !st.ok()) {
+      return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
+                             const SubmissionTarget& target, Interrupter& interrupter,
+                             RowSink& sink) {
+  if (NamesAuto(spec)) return SubmitWithAuto(flags, spec, target, interrupter, sink);
+  return SubmitOnce(flags, spec, target, interrupter, sink, {});
 }
 
 // Whether --out (if given) can be appended to; says why not. Checked before

@@ -87,11 +87,21 @@ class RowSink {
   std::vector<proto::ResultRow> rows_;  // what the table's optional columns depend on
 };
 
-// Submits one spec and records its rows. An error is returned as a status.
+// Where a spec goes: the coordinator, and how to reach and describe it.
+struct SubmissionTarget {
+  std::string coordinator;  // HOST:PORT
+  Credentials credentials;
+  Tls tls;
+  int wait_for_workers_s = 30;
+  std::string deployment;  // recorded with the results
+};
+
+// Submits a spec and records its rows; "auto" among its algorithms is
+// resolved first (experiments/cli/auto_algorithms.h), which may take a
+// calibration run and several submissions. An error is returned as a status.
 absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
-                             const std::string& coordinator, const Credentials& credentials,
-                             const Tls& tls, int wait_for_workers_s, const std::string& deployment,
-                             Interrupter& interrupter, RowSink& sink);
+                             const SubmissionTarget& target, Interrupter& interrupter,
+                             RowSink& sink);
 
 // Whether --out (if given) can be appended to; says why not. Checked before
 // anything starts, so a typo costs no run.

@@ -24,6 +24,7 @@ std::vector<std::string> TableColumns(const std::vector<proto::ResultRow>& rows)
   const bool any_wire = any([](const proto::ResultRow& r) { return r.wire_bytes_sent_size() > 0; });
   const bool any_model = any([](const proto::ResultRow& r) { return r.has_model_time_us(); });
   const bool any_segment = any([](const proto::ResultRow& r) { return r.segment_bytes() > 0; });
+  const bool any_chosen = any([](const proto::ResultRow& r) { return !r.chosen_by().empty(); });
   const bool any_device = any([](const proto::ResultRow& r) {
     return !r.memory().empty() && r.memory() != "host";
   });
@@ -40,6 +41,7 @@ std::vector<std::string> TableColumns(const std::vector<proto::ResultRow>& rows)
   if (any_segment) columns.push_back("segment_bytes");
   if (any_device) columns.insert(columns.end(), {"memory", "gpu_path"});
   columns.push_back("transport");
+  if (any_chosen) columns.push_back("chosen_by");  // long: last
   return columns;
 }
 

@@ -8,7 +8,8 @@
 
 namespace testbed {
 
-std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings) {
+std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings,
+                            FitTime time) {
   std::map<std::pair<std::string, std::string>, std::size_t> index;  // into `fits`
   std::vector<RowFit> fits;
   std::vector<std::vector<FitPoint>> points;
@@ -26,8 +27,9 @@ std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostr
       points.emplace_back();
     }
     RowFit& group = fits[at->second];
-    points[at->second].push_back(
-        FitPoint{e->rounds, e->bottleneck_bytes, row.time_us_avg() * 1e-6});
+    const double time_us = time == FitTime::kMedian && row.time_us_p50() > 0 ? row.time_us_p50()
+                                                                              : row.time_us_avg();
+    points[at->second].push_back(FitPoint{e->rounds, e->bottleneck_bytes, time_us * 1e-6});
     group.sizes.insert(row.bytes());
     group.workers.insert(row.workers());
   }

@@ -28,9 +28,17 @@ struct RowFit {
   absl::StatusOr<AlphaBetaFit> fit;
 };
 
+// Which of a row's times the fit explains.
+enum class FitTime {
+  kAverage,  // time_us_avg: what `testbed fit` reports, comparable with nccl-tests
+  kMedian,   // time_us_p50 (the average where a row has none): one slow iteration of
+             // a short run cannot move it
+};
+
 // One fit per (algorithm, transport), in the order the rows first name them.
 // A row the model cannot estimate (unknown algorithm or dtype) is skipped
 // with a warning on `warnings`.
-std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings);
+std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings,
+                            FitTime time = FitTime::kAverage);
 
 }  // namespace testbed

@@ -6,8 +6,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "tests/integration/process_runner.h"
@@ -178,6 +180,77 @@ TEST(LocalCollectives, EveryCollectiveRunsExactWithItsBusFactor) {
 
 // A results file that cannot take the rows fails the run at once, with the
 // path and the system's reason, and leaves no course table behind.
+// --algorithms auto: a calibration run first, then per size the algorithm the
+// fitted model chose - exact, moving its theory's bytes, and saying why.
+TEST(LocalAuto, CalibratesThenRunsAChosenAlgorithmPerSize) {
+  const std::string dir = TempDir("auto");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "3", "--algorithms", "auto", "--sizes",
+                          "4,4004,262148", "--iters", "2", "--warmup", "1", "--format", "json",
+                          "--out", dir + "/r.jsonl", "--timeout", "60"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(4));
+  ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  EXPECT_NE(testbed.Stderr().find("testbed: auto: calibrating ps, naive, ring"), std::string::npos)
+      << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 3u) << testbed.Stdout();  // calibration rows are not results
+  std::set<std::string> sizes;
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    sizes.insert(JsonField(row, "bytes"));
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    const std::string chosen_by = JsonField(row, "chosen_by");
+    EXPECT_EQ(chosen_by.rfind(JsonField(row, "algorithm") + ": predicted ", 0), 0u);
+    EXPECT_NE(chosen_by.find("(alpha-beta fitted to a calibration run)"), std::string::npos);
+  }
+  EXPECT_EQ(sizes, (std::set<std::string>{"4", "4004", "262148"}));
+  std::filesystem::remove_all(dir);
+}
+
+// With --tuning the constants come from a results file: no calibration, and
+// a file in which only tree has rows makes tree the choice at every size.
+TEST(LocalAuto, TuningFromAResultsFileSkipsCalibration) {
+  const std::string dir = TempDir("auto-tuning");
+  {
+    std::ofstream tuning(dir + "/tuning.jsonl");
+    for (const char* bytes : {"8", "1048576"}) {
+      tuning << R"({"record": "result", "algorithm": "tree", "workers": 2, "bytes": )" << bytes
+             << R"(, "time_us_avg": 100, "time_us_p50": 100, "transport": "ucx:tcp/lo.0"})"
+             << "\n";
+    }
+  }
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "2", "--algorithms", "ring,auto", "--sizes",
+                          "8,4096", "--iters", "2", "--format", "json", "--tuning",
+                          dir + "/tuning.jsonl", "--timeout", "60"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(2));
+  ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  EXPECT_EQ(testbed.Stderr().find("calibrating"), std::string::npos) << testbed.Stderr();
+  EXPECT_NE(testbed.Stderr().find("auto: leaves out ring: no rows of it"), std::string::npos);
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 4u) << testbed.Stdout();
+  int chosen = 0;
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    if (JsonField(row, "chosen_by").empty()) {
+      EXPECT_EQ(JsonField(row, "algorithm"), "ring");
+      continue;
+    }
+    ++chosen;
+    EXPECT_EQ(JsonField(row, "algorithm"), "tree");
+    EXPECT_NE(JsonField(row, "chosen_by").find("fitted to " + dir + "/tuning.jsonl"),
+              std::string::npos);
+  }
+  EXPECT_EQ(chosen, 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LocalFailure, AnUnwritableResultsFileFailsTheRunAtOnce) {
   const std::string dir = TempDir("full");
   std::filesystem::remove("/dev/full.md");
