@@ -85,9 +85,15 @@ void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
   get("/api/run", [&runner](const LabParams& p) { return RunStatusResponse(p, runner); });
   get("/api/run.jsonl", [&runner](const LabParams& p) { return RunRowsResponse(p, runner); });
   get("/api/results", [&runner](const LabParams&) { return ResultsResponse(runner); });
+  get("/api/zero-traffic",
+      [&runner](const LabParams& p) { return ZeroTrafficResponse(p, runner); });
   server.Post("/api/run", [&runner, max_workers](const httplib::Request& request,
                                                  httplib::Response& out) {
     Send(SubmitRunResponse(ParamsOf(request), max_workers, runner), out);
+  });
+  server.Post("/api/zero-traffic", [&runner, max_workers](const httplib::Request& request,
+                                                          httplib::Response& out) {
+    Send(SubmitZeroTrafficResponse(ParamsOf(request), max_workers, runner), out);
   });
 }
 

@@ -208,6 +208,20 @@ test('a tiny experiment runs from the page: its row, charts and the course table
   assert.deepEqual(pageErrors, []);
 });
 
+test('Memory measures ZeRO\'s traffic on the lab\'s cluster: stages 1-2 at 1x, stage 3 at 1.5x', async () => {
+  await setValue('#zero-n', '2');
+  await setValue('#zero-bytes', '64KiB');
+  await page.click('#zero-go');
+  await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#zero-state').textContent) ||
+                                   document.querySelector('#zero-message').textContent !== '',
+                             { timeout: 90000 });
+  assert.equal(await text('#zero-state'), 'done', await text('#zero-message'));
+  const column = cls => page.$$eval(`#zero-table tbody td.${cls}`, l => l.map(td => td.textContent));
+  assert.deepEqual(await column('bytes-ratio'), ['1×', '1×', '1×', '1.5×']);
+  assert.deepEqual(await column('model-ratio'), ['1×', '1×', '1×', '1.5×']);
+  assert.deepEqual(pageErrors, []);
+});
+
 test('ranks are laid out by who talks to whom: trees hang from the root, rings circle', async () => {
   const layoutOf = async (collective, n) => {
     await page.select('#trace-collective', collective);

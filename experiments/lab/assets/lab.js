@@ -4,6 +4,7 @@ import { api, $, fillCollectives } from './api.js';
 import { setUpTrace, loadTrace } from './trace.js';
 import { setUpMeasure } from './measure.js';
 import { setUpMemory } from './memory.js';
+import { setUpZeroTraffic } from './zero.js';
 import { refreshResults } from './results.js';
 
 async function start() {
@@ -12,6 +13,7 @@ async function start() {
   fillCollectives($('run-collective'), collectives, () => true, 'ring');
   setUpTrace();
   setUpMeasure();
+  setUpZeroTraffic();
   await Promise.all([loadTrace(), setUpMemory(), refreshResults()]);
   $('status').textContent = 'ready';
 }
