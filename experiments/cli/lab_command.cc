@@ -114,47 +114,6 @@ void SetDaemonTransport(const LabOptions& options) {
   }
 }
 
-}  // namespace
-
-CLI::App* AddLabCommand(CLI::App& app, LabOptions& options) {
-  CLI::App* cmd = app.add_subcommand(
-      "lab",
-      "Serve the classroom lab: one offline web page over the real testbed - step through a "
-      "collective's executor trace, predict and then measure a run on a local cluster of "
-      "daemons the lab starts, the ZeRO and pipeline-bubble calculators, and the course "
-      "table of every run of the session.");
-  cmd->add_option("--listen", options.listen,
-                  "HOST:PORT to serve on; port 0 picks a free one. Off loopback the API asks "
-                  "for the job token (TESTBED_TOKEN, else a new one), which the printed "
-                  "address carries")
-      ->capture_default_str();
-  cmd->add_option("--workers", options.workers, "The largest N a run from the page may use")
-      ->check(CLI::Range(1, kLabMaxWorkers))
-      ->capture_default_str();
-  cmd->add_option("--log-dir", options.log_dir,
-                  "Folder for the daemons' logs (default: a new one under /tmp, removed at exit)");
-  cmd->add_option("--network", options.network,
-                  "Where the lab's daemons run: loopback, or netns (root: each in its own "
-                  "network namespace behind its own rate-limited link, an emulated cluster)")
-      ->check(CLI::IsMember({"loopback", "netns"}))
-      ->capture_default_str();
-  cmd->add_option("--link-rate", options.link_rate,
-                  "netns: each node's link rate, both directions (100mbit, 1gbit, 10gbit)")
-      ->check(StatusValidator(&ParseLinkRate, "RATE"));
-  cmd->add_option("--coordinator", options.coordinator,
-                  "HOST:PORT of a testbed-server whose workers are already running (compose's, "
-                  "docker/lab.yml): runs go there, and the lab starts no daemons. They must "
-                  "share the lab's TESTBED_JOB_ID and TESTBED_TOKEN");
-  cmd->footer(
-      "Examples:\n  testbed lab                      (then open http://127.0.0.1:8080/)\n"
-      "  testbed lab --listen 127.0.0.1:0 --workers 4\n"
-      "  sudo testbed lab --network netns --link-rate 1gbit --workers 4\n"
-      "  testbed lab --listen 0.0.0.0:8080 --coordinator server:50051   (docker/lab.yml)");
-  return cmd;
-}
-
-namespace {
-
 // The job of the lab's runs. The lab's own daemons inherit it and nothing else
 // can join; a token the teacher set (TESTBED_TOKEN) is kept, so a printed
 // address stays valid. Daemons already running (--coordinator) were started
@@ -220,9 +179,9 @@ int ServeLab(const LabOptions& options, const ListenAddress& address,
                  address.host.c_str());
   }
   std::fprintf(stderr, "testbed lab: runs go to %s\n", DeploymentText(options).c_str());
-  std::printf("testbed lab: open http://%s:%d/%s (Ctrl-C ends the lab and its daemons; "
-              "logs in %s)\n",
-              address.host.c_str(), port, query.c_str(), log_dir.c_str());
+  std::printf("testbed lab: open http://%s:%d/%s (Ctrl-C ends the lab%s; logs in %s)\n",
+              address.host.c_str(), port, query.c_str(),
+              options.coordinator.empty() ? " and its daemons" : "", log_dir.c_str());
   std::fflush(stdout);
   server.listen_after_bind();
   cluster.Cancel();  // listening ended for another reason: no run starts now
@@ -230,6 +189,43 @@ int ServeLab(const LabOptions& options, const ListenAddress& address,
 }
 
 }  // namespace
+
+CLI::App* AddLabCommand(CLI::App& app, LabOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "lab",
+      "Serve the classroom lab: one offline web page over the real testbed - step through a "
+      "collective's executor trace, predict and then measure a run on a local cluster of "
+      "daemons the lab starts, the ZeRO and pipeline-bubble calculators, and the course "
+      "table of every run of the session.");
+  cmd->add_option("--listen", options.listen,
+                  "HOST:PORT to serve on; port 0 picks a free one. Off loopback the API asks "
+                  "for the job token (TESTBED_TOKEN, else a new one), which the printed "
+                  "address carries")
+      ->capture_default_str();
+  cmd->add_option("--workers", options.workers, "The largest N a run from the page may use")
+      ->check(CLI::Range(1, kLabMaxWorkers))
+      ->capture_default_str();
+  cmd->add_option("--log-dir", options.log_dir,
+                  "Folder for the daemons' logs (default: a new one under /tmp, removed at exit)");
+  cmd->add_option("--network", options.network,
+                  "Where the lab's daemons run: loopback, or netns (root: each in its own "
+                  "network namespace behind its own rate-limited link, an emulated cluster)")
+      ->check(CLI::IsMember({"loopback", "netns"}))
+      ->capture_default_str();
+  cmd->add_option("--link-rate", options.link_rate,
+                  "netns: each node's link rate, both directions (100mbit, 1gbit, 10gbit)")
+      ->check(StatusValidator(&ParseLinkRate, "RATE"));
+  cmd->add_option("--coordinator", options.coordinator,
+                  "HOST:PORT of a testbed-server whose workers are already running (compose's, "
+                  "docker/lab.yml): runs go there, and the lab starts no daemons. They must "
+                  "share the lab's TESTBED_JOB_ID and TESTBED_TOKEN");
+  cmd->footer(
+      "Examples:\n  testbed lab                      (then open http://127.0.0.1:8080/)\n"
+      "  testbed lab --listen 127.0.0.1:0 --workers 4\n"
+      "  sudo testbed lab --network netns --link-rate 1gbit --workers 4\n"
+      "  testbed lab --listen 0.0.0.0:8080 --coordinator server:50051   (docker/lab.yml)");
+  return cmd;
+}
 
 int RunLab(const LabOptions& options) {
   const std::optional<ListenAddress> address = ParseListen(options.listen);
