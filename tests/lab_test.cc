@@ -298,7 +298,8 @@ TEST(LabRunner, ZeroTrafficRunsTheThreeCollectivesAndComparesEachStageWithDdp) {
 class ServedLab {
  public:
   explicit ServedLab(const std::string& token = "") {
-    AddLabRoutes(server_, runner_, /*max_workers=*/8, token);
+    AddLabRoutes(server_, runner_, {.max_workers = 8, .runs_on = "a fake", .link_gbit = 1},
+                 token);
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
@@ -345,6 +346,9 @@ TEST_F(LabServerTest, ServesEveryEmbeddedAssetAndThePageAtRoot) {
 
 TEST_F(LabServerTest, ApiAnswersOverHttp) {
   httplib::Client client = lab_.Client();
+  const auto info = client.Get("/api/lab");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->body, R"({"max_workers":8,"runs_on":"a fake","link_gbit":1})");
   const auto bad = client.Get("/api/trace?collective=ring&n=99");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);

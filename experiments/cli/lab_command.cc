@@ -140,6 +140,14 @@ std::string DeploymentText(const LabOptions& options) {
          (options.link_rate.empty() ? std::string("unlimited") : options.link_rate);
 }
 
+LabInfo PageInfo(const LabOptions& options) {
+  const absl::StatusOr<double> rate =
+      options.link_rate.empty() ? 0.0 : ParseLinkRate(options.link_rate);
+  return {.max_workers = options.workers,
+          .runs_on = DeploymentText(options),
+          .link_gbit = rate.ok() ? *rate / 1e9 : 0};
+}
+
 // Serves the page until Ctrl-C; returns the exit code.
 int ServeLab(const LabOptions& options, const ListenAddress& address,
              const Credentials& credentials, const std::string& log_dir) {
@@ -160,7 +168,7 @@ int ServeLab(const LabOptions& options, const ListenAddress& address,
                               std::ostream& progress) {
     return cluster.Run(spec, on_row, progress);
   });
-  AddLabRoutes(server, runner, options.workers, needs_token ? credentials.token : "");
+  AddLabRoutes(server, runner, PageInfo(options), needs_token ? credentials.token : "");
   ListenAlone(server);
   const int port = address.port == 0
                        ? server.bind_to_any_port(address.host)

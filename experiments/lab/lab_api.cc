@@ -146,6 +146,12 @@ LabResponse Enqueue(const LabParams& params, int max_workers,
 
 }  // namespace
 
+LabResponse LabInfoResponse(const LabInfo& info) {
+  return {.body = absl::StrCat("{\"max_workers\":", info.max_workers, ",\"runs_on\":",
+                               JsonString(info.runs_on), ",\"link_gbit\":", info.link_gbit,
+                               "}")};
+}
+
 LabResponse CollectivesResponse() {
   std::vector<std::string> entries;
   for (const Collective& c : AllCollectives()) {

@@ -22,6 +22,16 @@ struct LabResponse {
   std::string body{};
 };
 
+// Where this lab's runs go, for the page: the largest N, the daemons, and
+// their links' rate when they have links of their own (the emulated cluster).
+struct LabInfo {
+  int max_workers = 8;
+  std::string runs_on = "its own daemons on loopback";
+  double link_gbit = 0;  // 0: no rate of their own (loopback, compose)
+};
+
+// GET /api/lab: {"max_workers", "runs_on", "link_gbit"}.
+LabResponse LabInfoResponse(const LabInfo& info);
 // GET /api/collectives: the registry, in its order.
 LabResponse CollectivesResponse();
 // GET /api/trace?collective=ring&n=4&count=8: lab_trace.h's JSON.

@@ -63,8 +63,9 @@ void ListenAlone(httplib::Server& server) {
   });
 }
 
-void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
+void AddLabRoutes(httplib::Server& server, LabRunner& runner, const LabInfo& info,
                   const std::string& token) {
+  const int max_workers = info.max_workers;
   if (!token.empty()) RequireToken(server, token);
   for (const LabAsset& asset : LabAssets()) {
     const std::string path = asset.name == "index.html" ? "/" : "/" + std::string(asset.name);
@@ -78,6 +79,7 @@ void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
       Send(handler(ParamsOf(request)), out);
     });
   };
+  get("/api/lab", [info](const LabParams&) { return LabInfoResponse(info); });
   get("/api/collectives", [](const LabParams&) { return CollectivesResponse(); });
   get("/api/trace", &TraceResponse);
   get("/api/memory", &MemoryResponse);

@@ -104,6 +104,8 @@ test('the page loads, fills its lists from the registry, and runs without errors
   await page.waitForFunction(() => document.querySelector('#status').textContent === 'ready');
   const registry = (await api('/api/collectives')).map(c => c.name);
   assert.deepEqual(await page.$$eval('#run-collective option', l => l.map(o => o.value)), registry);
+  assert.equal(await text('#lab-runs-on'), (await api('/api/lab')).runs_on);
+  assert.match(await text('#lab-runs-on'), /loopback/);
   assert.deepEqual(pageErrors, []);
 });
 
