@@ -233,11 +233,73 @@ TEST(LabRunner, BadRunInputIsA400AndQueuesNothing) {
   EXPECT_FALSE(runner.Get(1).has_value());
 }
 
+TEST(LabMemory, MeasuredZeroTrafficSumsEachStagesCollectives) {
+  // N = 4, M = 1000 bytes: the ring all-reduce's 6000 bytes, RS and AG 3000 each.
+  const std::vector<MeasuredZeroStage> stages =
+      ZeroTrafficOf({6000, 60}, {3000, 40}, {3000, 30});
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(stages[0].bytes, 6000);
+  EXPECT_EQ(stages[1].bytes, 6000);
+  EXPECT_EQ(stages[3].bytes, 9000);
+  EXPECT_EQ(stages[3].time_us, 100);
+  EXPECT_DOUBLE_EQ(stages[2].time_vs_ddp, 70.0 / 60);
+  for (const MeasuredZeroStage& stage : stages) {
+    EXPECT_DOUBLE_EQ(stage.bytes_vs_ddp, stage.model_vs_ddp) << "stage " << stage.stage;
+  }
+  EXPECT_EQ(stages[3].model_vs_ddp, 1.5);
+}
+
+// Every algorithm of the spec "runs": its closed-form bytes, 10 us per KiB.
+absl::Status FormulaExecutor(const proto::ExperimentSpec& spec,
+                             const std::function<void(const proto::ResultRow&)>& on_row,
+                             std::ostream& progress) {
+  for (const std::string& name : spec.algorithms()) {
+    proto::ResultRow row = FakeRow(spec);
+    const Collective* c = FindCollective(name, Kinds::kAll);
+    row.set_algorithm(name);
+    row.set_payload_bytes_total(c->formula_bytes(spec.workers(), spec.sizes(0)));
+    row.set_time_us_avg(10.0 * row.payload_bytes_total() / 1024);
+    on_row(row);
+  }
+  progress << "done";
+  return absl::OkStatus();
+}
+
+TEST(LabRunner, ZeroTrafficRunsTheThreeCollectivesAndComparesEachStageWithDdp) {
+  LabRunner runner(&FormulaExecutor);
+  ExpectBadRequest(SubmitZeroTrafficResponse({{"n", "9"}, {"bytes", "4KiB"}}, 8, runner),
+                   "n must be 1..8");
+  ExpectBadRequest(SubmitZeroTrafficResponse({{"n", "4"}}, 8, runner), "bytes is missing");
+  const LabResponse submitted =
+      SubmitZeroTrafficResponse({{"n", "4"}, {"bytes", "64KiB"}}, 8, runner);
+  ASSERT_EQ(submitted.status, 202) << submitted.body;
+  const LabRun run = WaitForEnd(runner, 1);
+  ASSERT_EQ(run.state, RunState::kDone);
+  ASSERT_EQ(run.spec.algorithms_size(), 3);
+
+  const Value zero = Parse(ZeroTrafficResponse({{"id", "1"}}, runner).body);
+  EXPECT_EQ(Field(zero, "state").string_value(), "done");
+  const auto& stages = Field(zero, "stages").list_value().values();
+  ASSERT_EQ(stages.size(), 4);
+  const double ddp_bytes = 2.0 * 3 * 65536;  // 2(N-1)M
+  EXPECT_EQ(Field(stages[0], "bytes").number_value(), ddp_bytes);
+  EXPECT_EQ(Field(stages[2], "bytes").number_value(), ddp_bytes);
+  EXPECT_EQ(Field(stages[3], "bytes").number_value(), 1.5 * ddp_bytes);
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(Field(stages[s], "bytes_vs_ddp").number_value(),
+              Field(stages[s], "model_vs_ddp").number_value())
+        << "stage " << s;
+  }
+  EXPECT_EQ(Field(stages[3], "time_vs_ddp").number_value(), 1.5);
+  ExpectBadRequest(ZeroTrafficResponse({{"id", "2"}}, runner), "no run with id 2");
+}
+
 // The routes over a real socket: every embedded asset, the API's statuses.
 class ServedLab {
  public:
   explicit ServedLab(const std::string& token = "") {
-    AddLabRoutes(server_, runner_, /*max_workers=*/8, token);
+    AddLabRoutes(server_, runner_, {.max_workers = 8, .runs_on = "a fake", .link_gbit = 1},
+                 token);
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
@@ -284,6 +346,9 @@ TEST_F(LabServerTest, ServesEveryEmbeddedAssetAndThePageAtRoot) {
 
 TEST_F(LabServerTest, ApiAnswersOverHttp) {
   httplib::Client client = lab_.Client();
+  const auto info = client.Get("/api/lab");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->body, R"({"max_workers":8,"runs_on":"a fake","link_gbit":1})");
   const auto bad = client.Get("/api/trace?collective=ring&n=99");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
@@ -297,6 +362,13 @@ TEST_F(LabServerTest, ApiAnswersOverHttp) {
   ASSERT_TRUE(results);
   EXPECT_EQ(results->status, 200);
   EXPECT_EQ(Field(Parse(results->body), "rows").list_value().values_size(), 1);
+  const auto zero = client.Post("/api/zero-traffic?n=2&bytes=64", "", "text/plain");
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(zero->status, 202) << zero->body;
+  WaitForEnd(runner_, 2);
+  const auto zero_status = client.Get("/api/zero-traffic?id=2");
+  ASSERT_TRUE(zero_status);
+  EXPECT_EQ(zero_status->status, 200) << zero_status->body;
 }
 
 TEST(LabServer, OffLoopbackTheApiAsksForTheTokenThePageDoesNot) {

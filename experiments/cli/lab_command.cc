@@ -12,7 +12,10 @@
 #include <httplib.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/link_units.h"
 #include "common/signal_waiter.h"
+#include "experiments/cli/cli_common.h"
 #include "experiments/cli/submission.h"
 #include "experiments/lab/lab_cluster.h"
 #include "experiments/lab/lab_runner.h"
@@ -53,6 +56,146 @@ std::string MakeLogDir(const std::string& asked) {
   return mkdtemp(pattern.data()) == nullptr ? "" : pattern;
 }
 
+// True when `name` is an executable file in a folder of $PATH.
+bool OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  for (const auto& dir : absl::StrSplit(path, ':')) {
+    if (!dir.empty() && access((fs::path(std::string(dir)) / name).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// Where the lab's runs go is decided before anything starts: an emulated
+// cluster the lab cannot build is refused here, with what it needs, rather
+// than on the first run from the page. Returns an exit code, 0 to go on.
+int CheckDeployment(const LabOptions& options) {
+  const bool netns = options.network == "netns";
+  if (!options.coordinator.empty() && netns) {
+    std::cerr << "error: --coordinator uses daemons already running; --network netns starts "
+                 "its own: choose one\n";
+    return 2;
+  }
+  if (!netns && !options.link_rate.empty()) {
+    std::cerr << "error: --link-rate needs --network netns (loopback has no links to limit)\n";
+    return 2;
+  }
+  if (!netns) return 0;
+  if (geteuid() != 0) {
+    std::cerr << "error: --network netns needs root (it creates network namespaces, links and "
+                 "tc limits); run the lab as root, or leave out --network for loopback\n";
+    return 2;
+  }
+  for (const char* tool : {"ip", "tc"}) {
+    if (!OnPath(tool)) {
+      std::cerr << "error: --network netns needs iproute2's `" << tool
+                << "` on PATH (apt-get install iproute2)\n";
+      return 2;
+    }
+  }
+  return 0;
+}
+
+// The daemons' UCX, as `testbed local` sets it: in the emulated cluster TCP
+// over each node's one link (shared memory would bypass the links measured);
+// on loopback, lo. Compose's daemons have their own settings.
+void SetDaemonTransport(const LabOptions& options) {
+  if (options.network != "netns") {
+    setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
+    return;
+  }
+  for (const auto& [name, value] :
+       {std::pair{"UCX_TLS", "tcp"}, std::pair{"UCX_NET_DEVICES", NetnsFabric::kNodeDevice}}) {
+    if (const char* set = std::getenv(name); set != nullptr && std::string(set) != value) {
+      std::cerr << "testbed lab: --network netns sets " << name << "=" << value << " (was "
+                << set << ")\n";
+    }
+    setenv(name, value, /*overwrite=*/1);
+  }
+}
+
+// The job of the lab's runs. The lab's own daemons inherit it and nothing else
+// can join; a token the teacher set (TESTBED_TOKEN) is kept, so a printed
+// address stays valid. Daemons already running (--coordinator) were started
+// with a job id and token, which the lab must be given: nullopt without them.
+std::optional<Credentials> LabCredentials(const LabOptions& options) {
+  const char* set_token = std::getenv("TESTBED_TOKEN");
+  const char* set_job = std::getenv("TESTBED_JOB_ID");
+  const bool has_token = set_token != nullptr && *set_token != '\0';
+  if (!options.coordinator.empty()) {
+    if (!has_token || set_job == nullptr || *set_job == '\0') {
+      std::cerr << "error: --coordinator needs the daemons' TESTBED_JOB_ID and TESTBED_TOKEN "
+                   "in the environment\n";
+      return std::nullopt;
+    }
+    return Credentials{set_job, set_token};
+  }
+  return Credentials{absl::StrCat("lab-", getpid()), has_token ? set_token : RandomHex(16)};
+}
+
+std::string DeploymentText(const LabOptions& options) {
+  if (!options.coordinator.empty()) return "the daemons of " + options.coordinator;
+  if (options.network != "netns") return "its own daemons on loopback";
+  return "its own daemons in network namespaces, links " +
+         (options.link_rate.empty() ? std::string("unlimited") : options.link_rate);
+}
+
+LabInfo PageInfo(const LabOptions& options) {
+  const absl::StatusOr<double> rate =
+      options.link_rate.empty() ? 0.0 : ParseLinkRate(options.link_rate);
+  return {.max_workers = options.workers,
+          .runs_on = DeploymentText(options),
+          .link_gbit = rate.ok() ? *rate / 1e9 : 0};
+}
+
+// Serves the page until Ctrl-C; returns the exit code.
+int ServeLab(const LabOptions& options, const ListenAddress& address,
+             const Credentials& credentials, const std::string& log_dir) {
+  // The control plane's rule: off loopback, every call needs the job's token.
+  const bool needs_token = !IsLoopback(address.host);
+  // Destroyed in reverse: the runner (its run cancelled) before the signal
+  // thread, the cluster (its daemons ended) after both.
+  httplib::Server server;
+  LabCluster cluster(credentials, {.log_dir = log_dir,
+                                   .coordinator = options.coordinator,
+                                   .netns = options.network == "netns",
+                                   .link_rate = options.link_rate});
+  SignalWaiter waiter([&](int) {  // before any thread starts
+    server.stop();
+    cluster.Cancel();
+  });
+  LabRunner runner([&cluster](const proto::ExperimentSpec& spec, const auto& on_row,
+                              std::ostream& progress) {
+    return cluster.Run(spec, on_row, progress);
+  });
+  AddLabRoutes(server, runner, PageInfo(options), needs_token ? credentials.token : "");
+  ListenAlone(server);
+  const int port = address.port == 0
+                       ? server.bind_to_any_port(address.host)
+                       : (server.bind_to_port(address.host, address.port) ? address.port : -1);
+  if (port < 0) {
+    std::cerr << "error: cannot listen on " << options.listen << "\n";
+    cluster.Cancel();
+    return 1;
+  }
+  // Students open this address; off loopback it carries the token.
+  const std::string query = needs_token ? "?token=" + credentials.token : "";
+  if (needs_token) {
+    std::fprintf(stderr,
+                 "testbed lab: serving %s off loopback: the API asks for the token, over "
+                 "plain HTTP - use it on a class network, not the open internet\n",
+                 address.host.c_str());
+  }
+  std::fprintf(stderr, "testbed lab: runs go to %s\n", DeploymentText(options).c_str());
+  std::printf("testbed lab: open http://%s:%d/%s (Ctrl-C ends the lab%s; logs in %s)\n",
+              address.host.c_str(), port, query.c_str(),
+              options.coordinator.empty() ? " and its daemons" : "", log_dir.c_str());
+  std::fflush(stdout);
+  server.listen_after_bind();
+  cluster.Cancel();  // listening ended for another reason: no run starts now
+  return 0;
+}
+
 }  // namespace
 
 CLI::App* AddLabCommand(CLI::App& app, LabOptions& options) {
@@ -72,9 +215,23 @@ CLI::App* AddLabCommand(CLI::App& app, LabOptions& options) {
       ->capture_default_str();
   cmd->add_option("--log-dir", options.log_dir,
                   "Folder for the daemons' logs (default: a new one under /tmp, removed at exit)");
+  cmd->add_option("--network", options.network,
+                  "Where the lab's daemons run: loopback, or netns (root: each in its own "
+                  "network namespace behind its own rate-limited link, an emulated cluster)")
+      ->check(CLI::IsMember({"loopback", "netns"}))
+      ->capture_default_str();
+  cmd->add_option("--link-rate", options.link_rate,
+                  "netns: each node's link rate, both directions (100mbit, 1gbit, 10gbit)")
+      ->check(StatusValidator(&ParseLinkRate, "RATE"));
+  cmd->add_option("--coordinator", options.coordinator,
+                  "HOST:PORT of a testbed-server whose workers are already running (compose's, "
+                  "docker/lab.yml): runs go there, and the lab starts no daemons. They must "
+                  "share the lab's TESTBED_JOB_ID and TESTBED_TOKEN");
   cmd->footer(
       "Examples:\n  testbed lab                      (then open http://127.0.0.1:8080/)\n"
-      "  testbed lab --listen 127.0.0.1:0 --workers 4");
+      "  testbed lab --listen 127.0.0.1:0 --workers 4\n"
+      "  sudo testbed lab --network netns --link-rate 1gbit --workers 4\n"
+      "  testbed lab --listen 0.0.0.0:8080 --coordinator server:50051   (docker/lab.yml)");
   return cmd;
 }
 
@@ -84,63 +241,18 @@ int RunLab(const LabOptions& options) {
     std::cerr << "error: --listen " << options.listen << ": write HOST:PORT (port 0..65535)\n";
     return 2;
   }
-  // One job for the lab's daemons: they inherit these, nothing else can join.
-  // A token the teacher set (TESTBED_TOKEN) is kept, so a printed address stays valid.
-  const char* set_token = std::getenv("TESTBED_TOKEN");
-  const Credentials credentials{absl::StrCat("lab-", getpid()),
-                                set_token != nullptr && *set_token != '\0' ? set_token
-                                                                          : RandomHex(16)};
-  // The control plane's rule: off loopback, every call needs the job's token.
-  const bool needs_token = !IsLoopback(address->host);
-  setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
-  setenv("TESTBED_TOKEN", credentials.token.c_str(), 1);
-  setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);  // as testbed local on loopback
+  if (const int code = CheckDeployment(options); code != 0) return code;
+  const std::optional<Credentials> credentials = LabCredentials(options);
+  if (!credentials) return 2;
+  setenv("TESTBED_JOB_ID", credentials->job_id.c_str(), 1);
+  setenv("TESTBED_TOKEN", credentials->token.c_str(), 1);
+  SetDaemonTransport(options);
   const std::string log_dir = MakeLogDir(options.log_dir);
   if (log_dir.empty()) {
     std::cerr << "error: cannot create a log folder under /tmp\n";
     return 1;
   }
-
-  int code = 0;
-  {
-    // Destroyed in reverse: the runner (its run cancelled) before the signal
-    // thread, the cluster (its daemons ended) after both.
-    httplib::Server server;
-    LabCluster cluster(credentials, log_dir);
-    SignalWaiter waiter([&](int) {  // before any thread starts
-      server.stop();
-      cluster.Cancel();
-    });
-    LabRunner runner([&cluster](const proto::ExperimentSpec& spec, const auto& on_row,
-                                std::ostream& progress) {
-      return cluster.Run(spec, on_row, progress);
-    });
-    AddLabRoutes(server, runner, options.workers, needs_token ? credentials.token : "");
-    ListenAlone(server);
-    const int port = address->port == 0 ? server.bind_to_any_port(address->host)
-                                        : (server.bind_to_port(address->host, address->port)
-                                               ? address->port
-                                               : -1);
-    if (port < 0) {
-      std::cerr << "error: cannot listen on " << options.listen << "\n";
-      code = 1;
-    } else {
-      // Students open this address; off loopback it carries the token.
-      const std::string query = needs_token ? "?token=" + credentials.token : "";
-      if (needs_token) {
-        std::fprintf(stderr,
-                     "testbed lab: serving %s off loopback: the API asks for the token, over "
-                     "plain HTTP - use it on a class network, not the open internet\n",
-                     address->host.c_str());
-      }
-      std::printf("testbed lab: open http://%s:%d/%s (Ctrl-C ends the lab and its daemons; "
-                  "logs in %s)\n",
-                  address->host.c_str(), port, query.c_str(), log_dir.c_str());
-      std::fflush(stdout);
-      server.listen_after_bind();
-    }
-    cluster.Cancel();  // listening ended for another reason: no run starts now
-  }
+  const int code = ServeLab(options, *address, *credentials, log_dir);
   if (options.log_dir.empty()) fs::remove_all(log_dir);
   return code;
 }

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "absl/status/statusor.h"
@@ -110,7 +111,46 @@ absl::StatusOr<LabRun> RunParam(const LabParams& params, const LabRunner& runner
   return *run;
 }
 
+// ZeRO's collectives, as the registry names them: the ring all-reduce is the
+// ring reduce-scatter followed by the ring all-gather.
+constexpr const char* kZeroAllReduce = "ring";
+constexpr const char* kZeroReduceScatter = "reduce-scatter";
+constexpr const char* kZeroAllGather = "all-gather";
+
+// Queues one experiment of `algorithms` at the request's n, bytes and iters.
+LabResponse Enqueue(const LabParams& params, int max_workers,
+                    const std::vector<std::string>& algorithms, LabRunner& runner) {
+  absl::StatusOr<std::int64_t> n = IntParam(params, "n", 1, max_workers, 4);
+  if (!n.ok()) return BadRequest(n.status().message());
+  absl::StatusOr<std::int64_t> bytes = BytesParam(params);
+  if (!bytes.ok()) return BadRequest(bytes.status().message());
+  absl::StatusOr<std::int64_t> iters = IntParam(params, "iters", 1, 100, 5);
+  if (!iters.ok()) return BadRequest(iters.status().message());
+
+  proto::ExperimentSpec spec;
+  spec.set_name("lab");
+  spec.set_workers(static_cast<std::uint32_t>(*n));
+  for (const std::string& algorithm : algorithms) spec.add_algorithms(algorithm);
+  spec.add_sizes(*bytes);
+  spec.set_iterations(static_cast<std::uint32_t>(*iters));
+  spec.set_warmup(1);
+  spec.set_dtype("float32");
+  spec.set_network("loopback");
+  spec.set_model_alpha("50us");
+  ApplyDefaults(spec);
+  if (absl::Status st = ValidateSpec(spec); !st.ok()) return BadRequest(st.message());
+  const int id = runner.Enqueue(std::move(spec));
+  return {.status = 202,
+          .body = absl::StrCat("{\"id\":", id, ",\"queued_ahead\":", runner.QueuedAhead(id), "}")};
+}
+
 }  // namespace
+
+LabResponse LabInfoResponse(const LabInfo& info) {
+  return {.body = absl::StrCat("{\"max_workers\":", info.max_workers, ",\"runs_on\":",
+                               JsonString(info.runs_on), ",\"link_gbit\":", info.link_gbit,
+                               "}")};
+}
 
 LabResponse CollectivesResponse() {
   std::vector<std::string> entries;
@@ -178,28 +218,41 @@ LabResponse ModelResponse(const LabParams& params) {
 LabResponse SubmitRunResponse(const LabParams& params, int max_workers, LabRunner& runner) {
   absl::StatusOr<const Collective*> c = CollectiveParam(params, Kinds::kAll);
   if (!c.ok()) return BadRequest(c.status().message());
-  absl::StatusOr<std::int64_t> n = IntParam(params, "n", 1, max_workers, 4);
-  if (!n.ok()) return BadRequest(n.status().message());
-  absl::StatusOr<std::int64_t> bytes = BytesParam(params);
-  if (!bytes.ok()) return BadRequest(bytes.status().message());
-  absl::StatusOr<std::int64_t> iters = IntParam(params, "iters", 1, 100, 5);
-  if (!iters.ok()) return BadRequest(iters.status().message());
+  return Enqueue(params, max_workers, {std::string((*c)->name)}, runner);
+}
 
-  proto::ExperimentSpec spec;
-  spec.set_name("lab");
-  spec.set_workers(static_cast<std::uint32_t>(*n));
-  spec.add_algorithms(std::string((*c)->name));
-  spec.add_sizes(*bytes);
-  spec.set_iterations(static_cast<std::uint32_t>(*iters));
-  spec.set_warmup(1);
-  spec.set_dtype("float32");
-  spec.set_network("loopback");
-  spec.set_model_alpha("50us");
-  ApplyDefaults(spec);
-  if (absl::Status st = ValidateSpec(spec); !st.ok()) return BadRequest(st.message());
-  const int id = runner.Enqueue(std::move(spec));
-  return {.status = 202,
-          .body = absl::StrCat("{\"id\":", id, ",\"queued_ahead\":", runner.QueuedAhead(id), "}")};
+LabResponse SubmitZeroTrafficResponse(const LabParams& params, int max_workers,
+                                      LabRunner& runner) {
+  return Enqueue(params, max_workers, {kZeroAllReduce, kZeroReduceScatter, kZeroAllGather},
+                 runner);
+}
+
+LabResponse ZeroTrafficResponse(const LabParams& params, const LabRunner& runner) {
+  absl::StatusOr<LabRun> run = RunParam(params, runner);
+  if (!run.ok()) return BadRequest(run.status().message());
+  std::map<std::string, MeasuredCollective> measured;
+  for (const proto::ResultRow& row : run->rows) {
+    measured[row.algorithm()] = {static_cast<double>(row.payload_bytes_total()),
+                                 row.time_us_avg()};
+  }
+  std::vector<std::string> stages;
+  if (measured.contains(kZeroAllReduce) && measured.contains(kZeroReduceScatter) &&
+      measured.contains(kZeroAllGather)) {
+    for (const MeasuredZeroStage& s :
+         ZeroTrafficOf(measured[kZeroAllReduce], measured[kZeroReduceScatter],
+                       measured[kZeroAllGather])) {
+      stages.push_back(absl::StrCat(
+          "{\"stage\":", s.stage, ",\"collectives\":", JsonString(s.collectives),
+          ",\"bytes\":", s.bytes, ",\"time_us\":", s.time_us, ",\"bytes_vs_ddp\":",
+          s.bytes_vs_ddp, ",\"time_vs_ddp\":", s.time_vs_ddp, ",\"model_vs_ddp\":",
+          s.model_vs_ddp, "}"));
+    }
+  }
+  return {.body = absl::StrCat("{\"id\":", run->id, ",\"state\":", JsonString(Name(run->state)),
+                               ",\"queued_ahead\":", runner.QueuedAhead(run->id),
+                               ",\"stages\":[", absl::StrJoin(stages, ","),
+                               "],\"rows\":", RowsJson(run->rows),
+                               ",\"error\":", JsonString(run->error), "}")};
 }
 
 LabResponse RunStatusResponse(const LabParams& params, const LabRunner& runner) {

@@ -22,6 +22,16 @@ struct LabResponse {
   std::string body{};
 };
 
+// Where this lab's runs go, for the page: the largest N, the daemons, and
+// their links' rate when they have links of their own (the emulated cluster).
+struct LabInfo {
+  int max_workers = 8;
+  std::string runs_on = "its own daemons on loopback";
+  double link_gbit = 0;  // 0: no rate of their own (loopback, compose)
+};
+
+// GET /api/lab: {"max_workers", "runs_on", "link_gbit"}.
+LabResponse LabInfoResponse(const LabInfo& info);
 // GET /api/collectives: the registry, in its order.
 LabResponse CollectivesResponse();
 // GET /api/trace?collective=ring&n=4&count=8: lab_trace.h's JSON.
@@ -34,6 +44,14 @@ LabResponse ModelResponse(const LabParams& params);
 // POST /api/run?collective=ring&n=4&bytes=4KiB[&iters=5]: queues the
 // experiment (n at most `max_workers`); {"id", "queued_ahead"}.
 LabResponse SubmitRunResponse(const LabParams& params, int max_workers, LabRunner& runner);
+// POST /api/zero-traffic?n=4&bytes=1MiB[&iters=5]: queues one experiment of the ring
+// all-reduce, reduce-scatter and all-gather; {"id", "queued_ahead"}.
+LabResponse SubmitZeroTrafficResponse(const LabParams& params, int max_workers,
+                                      LabRunner& runner);
+// GET /api/zero-traffic?id=1: {"id", "state", "queued_ahead", "stages", "rows", "error"};
+// "stages" (once all three rows are in): ZeRO stages 0-3's measured communication per step,
+// {"stage", "collectives", "bytes", "time_us", "bytes_vs_ddp", "time_vs_ddp", "model_vs_ddp"}.
+LabResponse ZeroTrafficResponse(const LabParams& params, const LabRunner& runner);
 // GET /api/run?id=1: {"id", "state", "queued_ahead", "progress", "rows", "error"}.
 LabResponse RunStatusResponse(const LabParams& params, const LabRunner& runner);
 // GET /api/run.jsonl?id=1: the run's rows as results-file lines (testbed report reads them).

@@ -3,37 +3,60 @@
 #include <grpcpp/client_context.h>
 
 #include "absl/strings/str_join.h"
+#include "common/link_units.h"
 #include "experiments/cli/experiment_client.h"
 #include "proto/tls.h"
 
 namespace testbed {
 
-LabCluster::LabCluster(Credentials credentials, std::string log_dir)
-    : credentials_(std::move(credentials)), log_dir_(std::move(log_dir)) {}
+LabCluster::LabCluster(Credentials credentials, LabClusterOptions options)
+    : credentials_(std::move(credentials)), options_(std::move(options)) {}
 
-LabCluster::~LabCluster() {
+LabCluster::~LabCluster() { StopCluster(); }
+
+void LabCluster::StopCluster() {
   if (cluster_) cluster_->Stop();
+  cluster_.reset();
+  if (fabric_) fabric_->Destroy();
+  fabric_.reset();
 }
 
 absl::Status LabCluster::EnsureCluster(int workers, std::ostream& progress) {
+  if (!options_.coordinator.empty()) return absl::OkStatus();  // compose's daemons
   if (cluster_ && cluster_workers_ == workers && cluster_->UnexpectedExits().empty()) {
     return absl::OkStatus();
   }
   if (cluster_) {
     for (const std::string& exit : cluster_->UnexpectedExits()) progress << exit << "\n";
-    cluster_->Stop();
-    cluster_.reset();
+  }
+  StopCluster();
+  constexpr int kServers = 1;
+  if (options_.netns) {
+    absl::StatusOr<double> rate =
+        options_.link_rate.empty() ? 0.0 : ParseLinkRate(options_.link_rate);
+    if (!rate.ok()) return rate.status();
+    absl::StatusOr<std::unique_ptr<NetnsFabric>> fabric =
+        NetnsFabric::Create({kServers + workers, *rate, ""});
+    if (!fabric.ok()) return fabric.status();
+    fabric_ = std::move(*fabric);
   }
   LocalClusterOptions options;
   options.workers = workers;
-  options.servers = 1;
-  options.log_dir = log_dir_;
+  options.servers = kServers;
+  options.log_dir = options_.log_dir;
+  options.fabric = fabric_.get();
   absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(options);
-  if (!started.ok()) return started.status();
+  if (!started.ok()) {
+    StopCluster();
+    return started.status();
+  }
   cluster_ = std::move(*started);
   cluster_workers_ = workers;
-  progress << "lab cluster: " << workers << " workers on loopback, testbed-worker pids "
-           << absl::StrJoin(cluster_->worker_pids(), " ") << "\n";
+  progress << "lab cluster: " << workers << " workers "
+           << (fabric_ ? "in network namespaces (" + fabric_->tag() + "), links " +
+                             (options_.link_rate.empty() ? "unlimited" : options_.link_rate)
+                       : std::string("on loopback"))
+           << ", testbed-worker pids " << absl::StrJoin(cluster_->worker_pids(), " ") << "\n";
   return absl::OkStatus();
 }
 
@@ -47,15 +70,25 @@ absl::Status LabCluster::Run(const proto::ExperimentSpec& spec,
   if (absl::Status st = EnsureCluster(static_cast<int>(spec.workers()), progress); !st.ok()) {
     return st;
   }
+  proto::ExperimentSpec where = spec;
+  if (options_.netns) {
+    // Rows say where they ran, and the model's beta is the links' rate.
+    where.set_network("netns");
+    where.set_link_rate(options_.link_rate);
+  }
   grpc::ClientContext context;
   {
     std::lock_guard lock(mu_);
     if (cancelled_) return absl::CancelledError("the lab is closing");
     in_flight_ = &context;
   }
-  const Tls plaintext;  // loopback only: the lab's daemons never leave lo
+  // Plaintext: the started daemons never leave lo or the emulated cluster;
+  // compose's share the class network with the lab, as docker-compose.yml's do.
+  const Tls plaintext;
+  const std::string& coordinator =
+      options_.coordinator.empty() ? cluster_->coordinator() : options_.coordinator;
   const absl::Status status =
-      SubmitExperiment(cluster_->coordinator(), credentials_, plaintext, spec,
+      SubmitExperiment(coordinator, credentials_, plaintext, where,
                        /*wait_for_workers_s=*/30, context, on_row, progress);
   std::lock_guard lock(mu_);
   in_flight_ = nullptr;

@@ -31,6 +31,30 @@ std::vector<ZeroStage> ZeroMemory(double parameters, int gpus) {
   };
 }
 
+std::vector<MeasuredZeroStage> ZeroTrafficOf(MeasuredCollective all_reduce,
+                                             MeasuredCollective reduce_scatter,
+                                             MeasuredCollective all_gather) {
+  const std::vector<ZeroStage> model = ZeroMemory(/*parameters=*/1, /*gpus=*/1);
+  const auto stage = [&](int number, std::string_view collectives, int all_gathers) {
+    const MeasuredCollective step{
+        reduce_scatter.bytes + all_gathers * all_gather.bytes,
+        reduce_scatter.time_us + all_gathers * all_gather.time_us};
+    return MeasuredZeroStage{number,
+                             collectives,
+                             step.bytes,
+                             step.time_us,
+                             all_reduce.bytes > 0 ? step.bytes / all_reduce.bytes : 0,
+                             all_reduce.time_us > 0 ? step.time_us / all_reduce.time_us : 0,
+                             model[number].traffic_vs_ddp};
+  };
+  return {
+      {0, "all-reduce", all_reduce.bytes, all_reduce.time_us, 1, 1, model[0].traffic_vs_ddp},
+      stage(1, "reduce-scatter + all-gather", 1),
+      stage(2, "reduce-scatter + all-gather", 1),
+      stage(3, "reduce-scatter + 2 all-gathers", 2),
+  };
+}
+
 PipelineBubble PipelineBubbleOf(int stages, int micro_batches) {
   return {
       .bubble_fraction = static_cast<double>(stages - 1) / (micro_batches + stages - 1),

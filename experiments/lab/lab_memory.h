@@ -31,6 +31,31 @@ struct PipelineBubble {
 // p stages, m micro-batches (both >= 1).
 PipelineBubble PipelineBubbleOf(int stages, int micro_batches);
 
+// What one collective measured on the lab's cluster: payload bytes of all
+// ranks and the average time of one call.
+struct MeasuredCollective {
+  double bytes = 0;
+  double time_us = 0;
+};
+
+struct MeasuredZeroStage {
+  int stage = 0;
+  std::string_view collectives;  // what one step communicates
+  double bytes = 0;
+  double time_us = 0;
+  double bytes_vs_ddp = 1;  // measured, against stage 0's all-reduce
+  double time_vs_ddp = 1;
+  double model_vs_ddp = 1;  // the calculator's ZeroStage::traffic_vs_ddp
+};
+
+// Each stage's communication per step, from measured collectives of the same
+// gradient vector: DDP all-reduces it; stages 1 and 2 reduce-scatter it and
+// all-gather the updated weights; stage 3 all-gathers the weights once more,
+// for the backward pass.
+std::vector<MeasuredZeroStage> ZeroTrafficOf(MeasuredCollective all_reduce,
+                                             MeasuredCollective reduce_scatter,
+                                             MeasuredCollective all_gather);
+
 // Both calculators as one JSON object, for the page; GB are 1e9 bytes.
 std::string MemoryJson(double parameters, int gpus, int stages, int micro_batches);
 

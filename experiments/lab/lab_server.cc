@@ -63,8 +63,9 @@ void ListenAlone(httplib::Server& server) {
   });
 }
 
-void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
+void AddLabRoutes(httplib::Server& server, LabRunner& runner, const LabInfo& info,
                   const std::string& token) {
+  const int max_workers = info.max_workers;
   if (!token.empty()) RequireToken(server, token);
   for (const LabAsset& asset : LabAssets()) {
     const std::string path = asset.name == "index.html" ? "/" : "/" + std::string(asset.name);
@@ -78,6 +79,7 @@ void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
       Send(handler(ParamsOf(request)), out);
     });
   };
+  get("/api/lab", [info](const LabParams&) { return LabInfoResponse(info); });
   get("/api/collectives", [](const LabParams&) { return CollectivesResponse(); });
   get("/api/trace", &TraceResponse);
   get("/api/memory", &MemoryResponse);
@@ -85,9 +87,15 @@ void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
   get("/api/run", [&runner](const LabParams& p) { return RunStatusResponse(p, runner); });
   get("/api/run.jsonl", [&runner](const LabParams& p) { return RunRowsResponse(p, runner); });
   get("/api/results", [&runner](const LabParams&) { return ResultsResponse(runner); });
+  get("/api/zero-traffic",
+      [&runner](const LabParams& p) { return ZeroTrafficResponse(p, runner); });
   server.Post("/api/run", [&runner, max_workers](const httplib::Request& request,
                                                  httplib::Response& out) {
     Send(SubmitRunResponse(ParamsOf(request), max_workers, runner), out);
+  });
+  server.Post("/api/zero-traffic", [&runner, max_workers](const httplib::Request& request,
+                                                          httplib::Response& out) {
+    Send(SubmitZeroTrafficResponse(ParamsOf(request), max_workers, runner), out);
   });
 }
 

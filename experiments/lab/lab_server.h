@@ -12,13 +12,14 @@
 
 #include <string>
 
+#include "experiments/lab/lab_api.h"
 #include "experiments/lab/lab_runner.h"
 
 namespace testbed {
 
-// `max_workers`: the largest N a run may ask for. `runner` outlives `server`'s
-// listening. An empty `token` asks none (loopback).
-void AddLabRoutes(httplib::Server& server, LabRunner& runner, int max_workers,
+// `info.max_workers`: the largest N a run may ask for. `runner` outlives
+// `server`'s listening. An empty `token` asks none (loopback).
+void AddLabRoutes(httplib::Server& server, LabRunner& runner, const LabInfo& info,
                   const std::string& token = "");
 
 // Sockets that a second lab on the same port cannot share: cpp-httplib's

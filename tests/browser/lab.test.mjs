@@ -104,6 +104,8 @@ test('the page loads, fills its lists from the registry, and runs without errors
   await page.waitForFunction(() => document.querySelector('#status').textContent === 'ready');
   const registry = (await api('/api/collectives')).map(c => c.name);
   assert.deepEqual(await page.$$eval('#run-collective option', l => l.map(o => o.value)), registry);
+  assert.equal(await text('#lab-runs-on'), (await api('/api/lab')).runs_on);
+  assert.match(await text('#lab-runs-on'), /loopback/);
   assert.deepEqual(pageErrors, []);
 });
 
@@ -205,6 +207,20 @@ test('a tiny experiment runs from the page: its row, charts and the course table
   assert.equal(await page.$$eval('#run-charts svg.chart', l => l.length), 3);
   await page.waitForFunction(() => Number(document.querySelector('#results-count').textContent) >= 1);
   assert.match(await text('#results-table'), /ring/);
+  assert.deepEqual(pageErrors, []);
+});
+
+test('Memory measures ZeRO\'s traffic on the lab\'s cluster: stages 1-2 at 1x, stage 3 at 1.5x', async () => {
+  await setValue('#zero-n', '2');
+  await setValue('#zero-bytes', '64KiB');
+  await page.click('#zero-go');
+  await page.waitForFunction(() => ['done', 'failed'].includes(document.querySelector('#zero-state').textContent) ||
+                                   document.querySelector('#zero-message').textContent !== '',
+                             { timeout: 90000 });
+  assert.equal(await text('#zero-state'), 'done', await text('#zero-message'));
+  const column = cls => page.$$eval(`#zero-table tbody td.${cls}`, l => l.map(td => td.textContent));
+  assert.deepEqual(await column('bytes-ratio'), ['1×', '1×', '1×', '1.5×']);
+  assert.deepEqual(await column('model-ratio'), ['1×', '1×', '1×', '1.5×']);
   assert.deepEqual(pageErrors, []);
 });
 
