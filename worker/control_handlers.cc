@@ -103,14 +103,22 @@ absl::Status ControlHandlers::MakeTransport(const proto::Prepare& prepare) {
   }
   UcxOptions ucx;
   ucx.wait_timeout = Timeout(e.spec);
+  // Validated specs name a known path; a direct request UCX cannot honour is
+  // refused here, before any rank connects or moves a byte.
+  ucx.gpu_path = ParseGpuPathRequest(e.spec.gpu_path()).value_or(GpuPathRequest::kAuto);
   ucx.peer_error_handling =
       WantPeerErrorHandling(options_.peer_error_handling, std::getenv("UCX_TLS"));
   auto created = UcxTransport::Create(prepare.rank(), prepare.world_size(), ucx);
+  if (absl::IsFailedPrecondition(created.status())) return created.status();  // gpu_path refused
   if (!created.ok()) {
     return absl::InternalError(
         absl::StrCat("cannot create a UCX transport: ", created.status().ToString()));
   }
   e.transport = std::move(*created);
+  const MemoryType memory = ParseMemoryType(e.spec.memory()).value_or(MemoryType::kHost);
+  absl::StatusOr<std::string> path =
+      ResolveGpuPath(ucx.gpu_path, memory, e.transport->memory_types());
+  if (!path.ok()) return path.status();  // e.g. direct for fake-device memory
   return absl::OkStatus();
 }
 
@@ -158,6 +166,7 @@ void ControlHandlers::Sweep(Experiment& e) {
   SweepEnvironment env;
   env.transport = e.transport.get();
   env.transport_label = e.transport_label;
+  env.device_direct = e.transport->device_direct();
   env.parameter_server = e.parameter_server.get();
   env.tensor_prefix = absl::StrCat("experiment-", e.id);
   env.net_device = RankNetDevice(options_.net_device, std::getenv("UCX_NET_DEVICES"));
