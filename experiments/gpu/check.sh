@@ -49,6 +49,11 @@ fi
 # hooks (UCX's FAQ); the transport names each buffer's memory type anyway.
 export UCX_MEMTYPE_CACHE=n
 bin=$bundle/bin
+# For a dry run of steps 4-7 without a GPU (a stand-in probe in bin/, device
+# memory fake-device, smaller sizes); the defaults are the check's.
+device_memory=${CHECK_DEVICE_MEMORY:-cuda}
+elements=${CHECK_ELEMENTS:-1000003}
+max_size=${CHECK_MAX_SIZE:-256MiB}
 started=$(date +%s)
 failures=0
 
@@ -96,10 +101,19 @@ fi
 note "devices: $(head -1 "$out/devices.json")"
 
 # Runs a command with a time limit, its stdout and stderr into files; records
-# a failure (and the last line of stderr) without stopping the check.
+# a failure (and the last line of stderr) without stopping the check. Past
+# the check's budget (8 minutes, less a margin for starting up), runs are
+# skipped and counted as failures: a run starts only if its own limit still
+# ends inside the budget, so the whole check ends within it.
+budget_s=${CHECK_BUDGET_S:-470}
 run() {
   local name=$1 limit=$2
   shift 2
+  if (( $(date +%s) - started + limit > budget_s )); then
+    failures=$((failures + 1))
+    note "  $name: SKIPPED (past the check's ${budget_s} s budget)"
+    return 1
+  fi
   timeout "$limit" "$@" > "$out/$name.json" 2> "$out/$name.err"
   local status=$?
   if [[ $status -ne 0 ]]; then
@@ -123,16 +137,15 @@ timeout 90 "$bin/testbed-gpu-probe" memcpy > "$out/memcpy_bandwidth.jsonl" \
   2> "$out/memcpy_bandwidth.err" || { failures=$((failures + 1)); note "  memcpy FAILED"; }
 
 step 6 exact
-elements=1000003
 for path in staged direct; do
   for dtype in float32 float64 int32; do
     [[ $dtype == float64 ]] && size=$((elements * 8)) || size=$((elements * 4))
     for op in sum min max; do
       algorithms=naive,ring,tree,butterfly,halving-doubling
       [[ $op == sum ]] && algorithms+=,ps  # the parameter server sums only
-      run "exact_${path}_${dtype}_${op}" 90 "$bin/testbed" local --workers 2,3,4 \
+      run "exact_${path}_${dtype}_${op}" 60 "$bin/testbed" local --workers 2,3,4 \
         --algorithms "$algorithms" --sizes "$size" --dtype "$dtype" --op "$op" --iters 1 \
-        --warmup 0 --memory cuda --gpu-path "$path" --timeout 60 --format json \
+        --warmup 0 --memory "$device_memory" --gpu-path "$path" --timeout 60 --format json \
         --out "$out/gpu_exact.jsonl"
     done
   done
@@ -144,10 +157,10 @@ note "  $rows rows, $wrong not exact"
 [[ $wrong -eq 0 ]] || failures=$((failures + 1))
 
 step 7 busbw
-for case in host:host:auto staged:cuda:staged direct:cuda:direct; do
+for case in host:host:auto "staged:$device_memory:staged" "direct:$device_memory:direct"; do
   IFS=: read -r label memory path <<< "$case"
-  run "ring_$label" 150 "$bin/testbed" local --workers 4 --algorithms ring \
-    --sizes 4KiB:256MiB --iters 5 --warmup 2 --memory "$memory" --gpu-path "$path" \
+  run "ring_$label" 100 "$bin/testbed" local --workers 4 --algorithms ring \
+    --sizes "4KiB:$max_size" --iters 5 --warmup 2 --memory "$memory" --gpu-path "$path" \
     --timeout 60 --format json --out "$out/gpu_ring_busbw.jsonl"
 done
 
