@@ -79,8 +79,13 @@ After ControlHandlers::OnPrepare(const proto::Prepare& prepare) {
   experiment_->id = prepare.experiment_id();
   experiment_->spec = prepare.spec();
   if (absl::Status st = MakeTransport(prepare); !st.ok()) {
+    experiment_->transport.reset();  // the experiment has failed here: nothing more runs in it
     Fail(experiment_->id, std::string(st.message()));
-    return After::kLeave;
+    // Stay for the coordinator's Abort, as a failed sweep does: leaving at
+    // once could end the process before the report left it, and the
+    // coordinator then named this rank lost (seen once in ~20 refused
+    // --gpu-path direct runs) instead of saying why it failed.
+    return After::kReadOn;
   }
   spdlog::info("experiment {}: rank {} of {}", experiment_->id, prepare.rank(),
                prepare.world_size());

@@ -70,6 +70,10 @@ for module in "$ucx_lib"/ucx/*.so.0; do
   cp -L "$module" "$bundle/lib/ucx/"
   copy_closure "$module" "$bundle/lib"
 done
+# The cuda module needs libcudart; where ldd did not find it, CUDA's own.
+if [[ -e $bundle/lib/ucx/libuct_cuda.so.0 ]] && ! ls "$bundle"/lib/libcudart.so.* &> /dev/null; then
+  cp -L "${CUDA:-/usr/local/cuda}"/lib64/libcudart.so.[0-9]* "$bundle/lib/"
+fi
 chmod u+w "$bundle"/bin/* "$bundle"/lib/*.so* "$bundle"/lib/ucx/* 2>/dev/null || true
 strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/*.so* 2>/dev/null || true
 strip --strip-unneeded "$bundle"/lib/ucx/* 2>/dev/null || true
