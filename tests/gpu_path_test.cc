@@ -199,6 +199,12 @@ TEST(GpuPathTest, TransportLabelNamesCudaLanes) {
       "#                 lane[1]:  6:cuda_ipc/cuda md[5] -> md[5]/cuda_ipc rma_bw#0\n"
       "#                 lane[2]:  5:cuda_copy/cuda md[4] -> md[4]/cuda_cpy rma_bw#1\n";
   EXPECT_EQ(UcxLanes(info), "tcp/lo.0+cuda_ipc/cuda+cuda_copy/cuda");
+  // Rows of host or staged memory did not travel on them.
+  EXPECT_EQ(WithoutCudaLanes("ucx:tcp/lo.0+cuda_ipc/cuda+cuda_copy/cuda"), "ucx:tcp/lo.0");
+  EXPECT_EQ(WithoutCudaLanes("ucx:cuda_copy/cuda+tcp/lo.0+cma/memory"), "ucx:tcp/lo.0+cma/memory");
+  EXPECT_EQ(WithoutCudaLanes("ucx:tcp/lo.0"), "ucx:tcp/lo.0");
+  EXPECT_EQ(WithoutCudaLanes("ucx:cuda_ipc/cuda"), "ucx:unknown");
+  EXPECT_EQ(WithoutCudaLanes("ucx:none"), "ucx:none");
 }
 
 }  // namespace

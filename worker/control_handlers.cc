@@ -170,8 +170,12 @@ After ControlHandlers::OnAbort(const proto::Abort& abort) {
 void ControlHandlers::Sweep(Experiment& e) {
   SweepEnvironment env;
   env.transport = e.transport.get();
-  env.transport_label = e.transport_label;
   env.device_direct = e.transport->device_direct();
+  // Rows name the lanes their data used: the CUDA ones only for device
+  // memory handed to UCX directly.
+  const bool cuda_memory = ParseMemoryType(e.spec.memory()) == MemoryType::kCuda;
+  env.transport_label = env.device_direct && cuda_memory ? e.transport_label
+                                                         : WithoutCudaLanes(e.transport_label);
   env.parameter_server = e.parameter_server.get();
   env.tensor_prefix = absl::StrCat("experiment-", e.id);
   env.net_device = RankNetDevice(options_.net_device, std::getenv("UCX_NET_DEVICES"));

@@ -23,6 +23,22 @@ std::string UcxLanes(const std::string& endpoint_info) {
   return joined;
 }
 
+std::string WithoutCudaLanes(const std::string& label) {
+  if (label.empty()) return label;
+  const std::size_t colon = label.find(':');
+  const std::size_t start = colon == std::string::npos ? 0 : colon + 1;
+  std::string kept;
+  for (std::size_t begin = start; begin <= label.size();) {
+    const std::size_t end = std::min(label.find('+', begin), label.size());
+    const std::string lane = label.substr(begin, end - begin);
+    if (!lane.starts_with("cuda_") && !lane.starts_with("gdr_copy")) {
+      absl::StrAppend(&kept, kept.empty() ? "" : "+", lane);
+    }
+    begin = end + 1;
+  }
+  return label.substr(0, start) + (kept.empty() ? "unknown" : kept);
+}
+
 bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls) {
   if (setting == "on") return true;
   if (setting == "off") return false;

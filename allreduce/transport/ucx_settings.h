@@ -20,6 +20,11 @@ namespace testbed {
 // text: "tcp/lo.0", "posix/memory+cma/memory".
 std::string UcxLanes(const std::string& endpoint_info);
 
+// A transport label ("ucx:tcp/lo.0+cuda_ipc/cuda") less its CUDA lanes
+// (cuda_copy, cuda_ipc, gdr_copy): UCX lists them on every endpoint where it
+// has them, but only device memory handed to UCX directly travels on them.
+std::string WithoutCudaLanes(const std::string& label);
+
 // Whether UCX endpoints should ask for peer failure detection: "auto" turns it
 // on unless UCX_TLS names only transports that cannot provide it (UCX 1.13's
 // shared memory), where asking for it would leave UCX no transport at all.

@@ -39,6 +39,9 @@ if [[ ! -x $bundle/bin/testbed || ! -f $bundle/env.sh ]]; then
 fi
 out=$(realpath -m "$1")
 mkdir -p "$out"
+# A second run into the same folder starts its summary and results afresh
+# (testbed's --out appends).
+rm -f "$out/summary.txt" "$out"/gpu_*.jsonl "$out"/gpu_*.md
 # shellcheck source=/dev/null
 source "$bundle/env.sh"
 # The driver's libraries, where a container keeps them off the loader's path.
