@@ -20,6 +20,23 @@ endmacro()
 testbed_require(absl CONFIG APT libabsl-dev)
 testbed_require(Protobuf APT libprotobuf-dev protobuf-compiler)
 testbed_require(gRPC CONFIG APT libgrpc++-dev protobuf-compiler-grpc)
+# TESTBED_UCX_DIR=PREFIX builds against the UCX installed there instead of
+# Debian's libucx0, which has no CUDA transports: `.ci/build-ucx-cuda PREFIX`
+# builds Debian's own UCX source with CUDA into PREFIX (README, GPU section).
+# It sets ucx_DIR, forced: in a build folder configured before, the cached
+# ucx_DIR (Debian's) would otherwise win, silently. Build-tree binaries get
+# PREFIX/lib in their RUNPATH; the sonames are Debian's, so a binary that
+# cannot find PREFIX/lib falls back to Debian's UCX without a word.
+set(TESTBED_UCX_DIR "" CACHE PATH
+    "Prefix of a UCX to build against (e.g. one made by .ci/build-ucx-cuda); empty: Debian's")
+if(TESTBED_UCX_DIR)
+  if(NOT EXISTS "${TESTBED_UCX_DIR}/lib/cmake/ucx/ucx-config.cmake")
+    message(FATAL_ERROR "TESTBED_UCX_DIR=${TESTBED_UCX_DIR} has no lib/cmake/ucx/ucx-config.cmake:"
+                        " build one there with .ci/build-ucx-cuda ${TESTBED_UCX_DIR}")
+  endif()
+  set(ucx_DIR "${TESTBED_UCX_DIR}/lib/cmake/ucx" CACHE PATH "UCX's CMake config" FORCE)
+  message(STATUS "UCX: ${TESTBED_UCX_DIR} (TESTBED_UCX_DIR)")
+endif()
 testbed_require(ucx CONFIG APT libucx-dev)
 testbed_require(GTest APT libgtest-dev libgmock-dev)
 testbed_require(CLI11 CONFIG APT libcli11-dev)

@@ -29,6 +29,7 @@ void ApplyDefaults(proto::ExperimentSpec& spec) {
   if (spec.timeout_s() == 0) spec.set_timeout_s(60);
   if (spec.servers() == 0) spec.set_servers(1);
   if (spec.memory().empty()) spec.set_memory("host");
+  if (spec.gpu_path().empty()) spec.set_gpu_path("auto");
 }
 
 absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) {
@@ -67,6 +68,10 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
   if (spec.iterations() > 1000000) return bad("iterations over 1000000");
   if (!spec.memory().empty() && !ParseMemoryType(spec.memory())) {
     return bad("unknown memory '", spec.memory(), "' (", MemoryTypeNames(), ")");
+  }
+  if (spec.gpu_path() != "" && spec.gpu_path() != "auto" && spec.gpu_path() != "direct" &&
+      spec.gpu_path() != "staged") {
+    return bad("unknown gpu_path '", spec.gpu_path(), "' (auto, direct, staged)");
   }
   if (spec.segment() != "" && spec.segment() != "off" && spec.segment() != "auto") {
     const absl::StatusOr<std::int64_t> segment = ParseByteSize(spec.segment());

@@ -79,8 +79,13 @@ After ControlHandlers::OnPrepare(const proto::Prepare& prepare) {
   experiment_->id = prepare.experiment_id();
   experiment_->spec = prepare.spec();
   if (absl::Status st = MakeTransport(prepare); !st.ok()) {
+    experiment_->transport.reset();  // the experiment has failed here: nothing more runs in it
     Fail(experiment_->id, std::string(st.message()));
-    return After::kLeave;
+    // Stay for the coordinator's Abort, as a failed sweep does: leaving at
+    // once could end the process before the report left it, and the
+    // coordinator then named this rank lost (seen once in ~20 refused
+    // --gpu-path direct runs) instead of saying why it failed.
+    return After::kReadOn;
   }
   spdlog::info("experiment {}: rank {} of {}", experiment_->id, prepare.rank(),
                prepare.world_size());
@@ -103,14 +108,22 @@ absl::Status ControlHandlers::MakeTransport(const proto::Prepare& prepare) {
   }
   UcxOptions ucx;
   ucx.wait_timeout = Timeout(e.spec);
+  // Validated specs name a known path; a direct request UCX cannot honour is
+  // refused here, before any rank connects or moves a byte.
+  ucx.gpu_path = ParseGpuPathRequest(e.spec.gpu_path()).value_or(GpuPathRequest::kAuto);
   ucx.peer_error_handling =
       WantPeerErrorHandling(options_.peer_error_handling, std::getenv("UCX_TLS"));
   auto created = UcxTransport::Create(prepare.rank(), prepare.world_size(), ucx);
+  if (absl::IsFailedPrecondition(created.status())) return created.status();  // gpu_path refused
   if (!created.ok()) {
     return absl::InternalError(
         absl::StrCat("cannot create a UCX transport: ", created.status().ToString()));
   }
   e.transport = std::move(*created);
+  const MemoryType memory = ParseMemoryType(e.spec.memory()).value_or(MemoryType::kHost);
+  absl::StatusOr<std::string> path =
+      ResolveGpuPath(ucx.gpu_path, memory, e.transport->memory_types());
+  if (!path.ok()) return path.status();  // e.g. direct for fake-device memory
   return absl::OkStatus();
 }
 
@@ -157,7 +170,12 @@ After ControlHandlers::OnAbort(const proto::Abort& abort) {
 void ControlHandlers::Sweep(Experiment& e) {
   SweepEnvironment env;
   env.transport = e.transport.get();
-  env.transport_label = e.transport_label;
+  env.device_direct = e.transport->device_direct();
+  // Rows name the lanes their data used: the CUDA ones only for device
+  // memory handed to UCX directly.
+  const bool cuda_memory = ParseMemoryType(e.spec.memory()) == MemoryType::kCuda;
+  env.transport_label = env.device_direct && cuda_memory ? e.transport_label
+                                                         : WithoutCudaLanes(e.transport_label);
   env.parameter_server = e.parameter_server.get();
   env.tensor_prefix = absl::StrCat("experiment-", e.id);
   env.net_device = RankNetDevice(options_.net_device, std::getenv("UCX_NET_DEVICES"));

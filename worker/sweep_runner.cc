@@ -102,7 +102,11 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_bytes(bytes);
       result.set_segment_bytes(segment);
       result.set_memory(std::string(Name(memory)));
-      result.set_gpu_path(staged ? "staged" : "none");
+      // ps is gRPC, host-only: device memory is staged above, whatever the path.
+      result.set_gpu_path(!staged ? "none"
+                          : !ps && env.device_direct && memory == MemoryType::kCuda
+                              ? "direct"
+                              : "staged");
       // ps over its own interface names it, so fits and plots tell an
       // emulated cluster's links from loopback, as the UCX label does.
       result.set_transport(ps ? (env.net_device.empty() ? std::string("grpc")

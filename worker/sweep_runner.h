@@ -29,6 +29,9 @@ struct SweepEnvironment {
   PsClient* parameter_server = nullptr;  // needed when the spec runs "ps"
   std::string tensor_prefix = "ps";      // unique per experiment: tensors are not reused
   std::string net_device;  // this rank's own interface, for wire bytes; empty: none
+  // The transport hands cuda buffers to UCX as they are (UcxTransport's
+  // device_direct()); else device memory is staged through host memory.
+  bool device_direct = false;
 };
 
 // `spec` must be valid (ValidateSpec). Stops at the first failure, which

@@ -4,6 +4,8 @@
 #include <regex>
 #include <vector>
 
+#include <ucs/memory/memory_type.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace testbed {
@@ -21,6 +23,22 @@ std::string UcxLanes(const std::string& endpoint_info) {
   return joined;
 }
 
+std::string WithoutCudaLanes(const std::string& label) {
+  if (label.empty()) return label;
+  const std::size_t colon = label.find(':');
+  const std::size_t start = colon == std::string::npos ? 0 : colon + 1;
+  std::string kept;
+  for (std::size_t begin = start; begin <= label.size();) {
+    const std::size_t end = std::min(label.find('+', begin), label.size());
+    const std::string lane = label.substr(begin, end - begin);
+    if (!lane.starts_with("cuda_") && !lane.starts_with("gdr_copy")) {
+      absl::StrAppend(&kept, kept.empty() ? "" : "+", lane);
+    }
+    begin = end + 1;
+  }
+  return label.substr(0, start) + (kept.empty() ? "unknown" : kept);
+}
+
 bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls) {
   if (setting == "on") return true;
   if (setting == "off") return false;
@@ -30,6 +48,37 @@ bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls) {
     if (tls.find(network) != std::string::npos) return true;
   }
   return false;
+}
+
+std::optional<GpuPathRequest> ParseGpuPathRequest(std::string_view text) {
+  if (text.empty() || text == "auto") return GpuPathRequest::kAuto;
+  if (text == "direct") return GpuPathRequest::kDirect;
+  if (text == "staged") return GpuPathRequest::kStaged;
+  return std::nullopt;
+}
+
+bool UcxHandlesCuda(std::uint64_t ucx_memory_types) {
+  return (ucx_memory_types & (std::uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
+}
+
+absl::StatusOr<std::string> ResolveGpuPath(GpuPathRequest request, MemoryType memory,
+                                           std::uint64_t ucx_memory_types) {
+  const bool cuda_in_ucx = UcxHandlesCuda(ucx_memory_types);
+  if (request == GpuPathRequest::kDirect && !cuda_in_ucx) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "gpu_path direct refused: this UCX reports no CUDA memory (memory_types 0x",
+        absl::Hex(ucx_memory_types), ", no CUDA bit): it was built without CUDA, or finds no "
+        "GPU or driver; build it with .ci/build-ucx-cuda, or use gpu_path staged"));
+  }
+  if (HostAccessible(memory)) return std::string("none");
+  if (request == GpuPathRequest::kDirect && memory != MemoryType::kCuda) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("gpu_path direct refused: ", std::string(Name(memory)),
+                     " memory is host pages UCX must not touch; it can only be staged"));
+  }
+  const bool direct = memory == MemoryType::kCuda && cuda_in_ucx &&
+                      request != GpuPathRequest::kStaged;
+  return std::string(direct ? "direct" : "staged");
 }
 
 }  // namespace testbed

@@ -69,6 +69,15 @@ class UcxTransport::Context {
 
   ucp_context_h get() const { return context_; }
 
+  // The memory types this context can move (a bit per ucs_memory_type_t).
+  absl::StatusOr<std::uint64_t> MemoryTypes() const {
+    ucp_context_attr_t attr{};
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    ucs_status_t status = ucp_context_query(context_, &attr);
+    if (status != UCS_OK) return UcsStatusToStatus(status, "ucp_context_query");
+    return static_cast<std::uint64_t>(attr.memory_types);
+  }
+
  private:
   explicit Context(ucp_context_h context) : context_(context) {}
   const ucp_context_h context_;
@@ -299,6 +308,15 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(int rank, int
   absl::StatusOr<std::unique_ptr<Context>> context = Context::Create(world_size);
   if (!context.ok()) return context.status();
   transport->context_ = *std::move(context);
+  absl::StatusOr<std::uint64_t> memory_types = transport->context_->MemoryTypes();
+  if (!memory_types.ok()) return memory_types.status();
+  transport->memory_types_ = *memory_types;
+  // The gate on what UCX reports now, not on how it was built (see
+  // ResolveGpuPath): refused here, a direct request never reaches a send.
+  absl::StatusOr<std::string> path =
+      ResolveGpuPath(options.gpu_path, MemoryType::kCuda, *memory_types);
+  if (!path.ok()) return path.status();
+  transport->device_direct_ = *path == "direct";
   absl::StatusOr<std::unique_ptr<Worker>> worker = Worker::Create(*transport->context_);
   if (!worker.ok()) return worker.status();
   transport->worker_ = *std::move(worker);
@@ -418,8 +436,8 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, ConstBuffer dat
                                                      .tag = tag,
                                                      .size = data.size,
                                                      .index = operations_.size()});
-  if (!HostAccessible(data.memory)) {
-    // This UCX is given host memory only (Debian's has no device transports;
+  if (Staged(data.memory)) {
+    // UCX is given host memory only (Debian's has no device transports;
     // handed a device pointer it crashes): stage.
     op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
     MemoryOpsFor(data.memory).Download(std::span(op.staging.buffer().data, data.size), data);
@@ -430,9 +448,9 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, ConstBuffer dat
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   params.cb.send = &UcxTransport::SendCallback;
   params.user_data = &op;
-  // What UCX is handed is host memory (staged above otherwise); saying so
-  // spares UCX a lookup.
-  params.memory_type = UCS_MEMORY_TYPE_HOST;
+  // Said on every request: UCX 1.13's own lookup can take a device pointer
+  // for host memory (a statically linked cudart escapes its hooks).
+  params.memory_type = UcxMemoryType(data.memory);
   ucs_status_ptr_t request = ucp_tag_send_nbx(endpoints_[peer]->get(), data.data, data.size,
                                               UcxTag(rank_, tag), &params);
   if (request == nullptr) {
@@ -461,7 +479,7 @@ absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, MutableBuffer d
                                                      .tag = tag,
                                                      .size = data.size,
                                                      .index = operations_.size()});
-  if (!HostAccessible(data.memory)) {
+  if (Staged(data.memory)) {
     op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
     op.deliver_to = data;
     data = op.staging.buffer();
@@ -474,7 +492,7 @@ absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, MutableBuffer d
                         UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   params.cb.recv = &UcxTransport::RecvCallback;
   params.user_data = &op;
-  params.memory_type = UCS_MEMORY_TYPE_HOST;
+  params.memory_type = UcxMemoryType(data.memory);
   ucs_status_ptr_t request = ucp_tag_recv_nbx(worker_->get(), data.data, data.size,
                                               UcxTag(peer, tag), kFullTagMask, &params);
   if (UCS_PTR_IS_ERR(request)) {
@@ -625,6 +643,16 @@ absl::Status UcxTransport::ProgressUntil(Done done) {
   }
   if (!result.ok()) Abort(result);
   return result;
+}
+
+bool UcxTransport::Staged(MemoryType memory) const {
+  if (HostAccessible(memory)) return false;
+  return !(device_direct_ && memory == MemoryType::kCuda);
+}
+
+ucs_memory_type_t UcxTransport::UcxMemoryType(MemoryType memory) {
+  // Staged buffers were replaced by host memory before this is asked.
+  return memory == MemoryType::kCuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
 }
 
 void UcxTransport::Deliver(Operation& op) {

@@ -37,6 +37,13 @@
 // progress its worker, so ranks are best destroyed concurrently, as separate
 // processes are. The wait is bounded by UcxOptions::close_timeout.
 //
+// Device memory: a buffer host code cannot touch (cuda, fake-device) is
+// staged through host memory around each transfer, unless the transport was
+// created for the direct path (UcxOptions::gpu_path), where UCX reports CUDA
+// memory (ucp_context_query): cuda buffers then go to UCX as they are, with
+// their memory type on the request. Create() refuses gpu_path kDirect on a UCX
+// without CUDA memory: Debian's UCX 1.13 crashes when handed a device pointer.
+//
 // Thread-safety: like every Transport, one UcxTransport is used by one thread
 // at a time (the worker runs in UCS_THREAD_MODE_SERIALIZED, so that thread may
 // differ from the one that created it).
@@ -58,6 +65,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "allreduce/transport/transport.h"
+#include "allreduce/transport/ucx_settings.h"
 
 namespace testbed {
 
@@ -98,6 +106,11 @@ struct UcxOptions {
   // How long the destructor waits for endpoints to flush and close, and a
   // failed WaitAll() for UCX to give up the operations still in flight.
   std::chrono::milliseconds close_timeout = std::chrono::seconds(10);
+  // How cuda buffers meet UCX: kAuto and kDirect hand them to UCX as they are
+  // where it reports CUDA memory (kDirect is refused where it does not),
+  // kStaged copies them through host memory. fake-device memory is staged
+  // whatever this says.
+  GpuPathRequest gpu_path = GpuPathRequest::kAuto;
 };
 
 class UcxTransport final : public Transport {
@@ -127,6 +140,12 @@ class UcxTransport final : public Transport {
   // ucp_ep_print_info (transports and devices per lane). For reports and
   // debugging; empty if there is no such endpoint.
   std::string DescribeEndpoint(int peer) const;
+
+  // The memory types UCX can move (ucp_context_query's memory_types: bit i
+  // is ucs_memory_type_t i); 0x1, host only, for a UCX without CUDA.
+  std::uint64_t memory_types() const { return memory_types_; }
+  // Whether cuda buffers go to UCX as they are (else they are staged).
+  bool device_direct() const { return device_direct_; }
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
@@ -197,6 +216,11 @@ class UcxTransport final : public Transport {
   // (see Abort) and returns the error naming the peer.
   template <typename Done>
   absl::Status ProgressUntil(Done done);
+  // Whether a buffer of `memory` goes through host memory: memory host code
+  // cannot touch, unless it is cuda memory on the direct path.
+  bool Staged(MemoryType memory) const;
+  // The memory type UCX is told a (non-staged) buffer has.
+  static ucs_memory_type_t UcxMemoryType(MemoryType memory);
   // Hands a staged receive's bytes to the caller's memory, once.
   void Deliver(Operation& op);
 
@@ -212,6 +236,8 @@ class UcxTransport final : public Transport {
   std::unique_ptr<Worker> worker_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;  // by rank; null for self
   std::vector<std::byte> worker_address_;
+  std::uint64_t memory_types_ = 0;  // what UCX reported, see memory_types()
+  bool device_direct_ = false;      // cuda buffers go to UCX as they are
 
   std::deque<Operation> operations_;  // posted since the last WaitAll()
   std::size_t completed_ = 0;         // how many of operations_ are done

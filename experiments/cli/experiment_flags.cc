@@ -125,6 +125,13 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                  "a GPU)")
       ->check(StatusValidator(&ParseMemoryFlag, "KIND"))
       ->capture_default_str();
+  cmd.add_option("--gpu-path", f.gpu_path,
+                 "How device memory meets UCX: direct (device pointers to UCX's cuda_copy and "
+                 "cuda_ipc; refused before anything runs where UCX reports no CUDA memory, as "
+                 "Debian's does), staged (through host memory), or auto (direct where UCX "
+                 "reports CUDA memory and --memory is cuda, else staged); ps is always staged")
+      ->check(CLI::IsMember({"auto", "direct", "staged"}))
+      ->capture_default_str();
 }
 
 absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text) {
@@ -277,6 +284,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--alpha")) spec.set_model_alpha(f.alpha);
   if (given("--segment")) spec.set_segment(f.segment == "off" ? "" : f.segment);
   if (given("--memory")) spec.set_memory(f.memory);
+  if (given("--gpu-path")) spec.set_gpu_path(f.gpu_path);
   if (spec.network().empty()) spec.set_network("loopback");
   if (spec.model_alpha().empty()) spec.set_model_alpha("50us");
   ApplyDefaults(spec);
