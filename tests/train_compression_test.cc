@@ -31,7 +31,7 @@ using namespace toy_training;  // NOLINT: the shared toy setup
 
 constexpr float kFp16TrainingTolerance = 2e-4f;
 
-TEST(CompressionConfigTest, ParsesTheThreeKinds) {
+TEST(TrainCompressionConfigTest, ParsesTheThreeKinds) {
   EXPECT_TRUE(ParseCompression("none")->none());
   EXPECT_EQ(ParseCompression("fp16")->kind, CompressionConfig::Kind::kFp16);
   const absl::StatusOr<CompressionConfig> topk = ParseCompression("topk:0.01");
@@ -42,7 +42,7 @@ TEST(CompressionConfigTest, ParsesTheThreeKinds) {
   EXPECT_TRUE(ParseCompression("topk:1").ok());
 }
 
-TEST(CompressionConfigTest, RefusesBadValuesByName) {
+TEST(TrainCompressionConfigTest, RefusesBadValuesByName) {
   for (const char* bad : {"fp8", "topk", "topk:", "topk:0", "topk:1.5", "topk:-0.1", "topk:x",
                           "TOPK:0.1", ""}) {
     const absl::StatusOr<CompressionConfig> parsed = ParseCompression(bad);
@@ -55,7 +55,7 @@ TEST(CompressionConfigTest, RefusesBadValuesByName) {
   }
 }
 
-TEST(Fp16Test, RoundTripIsWithinHalfPrecision) {
+TEST(TrainFp16Test, RoundTripIsWithinHalfPrecision) {
   std::mt19937 random(7);
   std::uniform_real_distribution<float> value(-100.0f, 100.0f);
   std::vector<float> values = {0.0f, 1.0f, -2.0f, 0.5f, 1024.0f, 65504.0f, 1e-3f, -3e-2f};
@@ -75,7 +75,7 @@ TEST(Fp16Test, RoundTripIsWithinHalfPrecision) {
   EXPECT_NE(back, values) << "most values are not halves";
 }
 
-TEST(TopKTest, CountsAtLeastOneAndAtMostAll) {
+TEST(TrainTopKTest, CountsAtLeastOneAndAtMostAll) {
   EXPECT_EQ(TopKCount(10, 0.01), 1);
   EXPECT_EQ(TopKCount(10, 0.25), 3);
   EXPECT_EQ(TopKCount(10, 1.0), 10);
@@ -83,7 +83,7 @@ TEST(TopKTest, CountsAtLeastOneAndAtMostAll) {
 }
 
 // Integer-valued gradients, so every sum below is exact in float32.
-TEST(TopKTest, ErrorFeedbackKeepsTheDroppedGradientMass) {
+TEST(TrainTopKTest, ErrorFeedbackKeepsTheDroppedGradientMass) {
   constexpr int kElements = 37;
   ErrorFeedbackTopK topk(kElements, 0.2);
   ASSERT_EQ(topk.k(), 8);
@@ -120,9 +120,9 @@ TEST(TopKTest, ErrorFeedbackKeepsTheDroppedGradientMass) {
   }
 }
 
-class CompressedAllReduceTest : public ::testing::TestWithParam<const char*> {};
+class TrainCompressedAllReduceTest : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(CompressedAllReduceTest, Fp16EqualsOneWorkerWithinHalfPrecision) {
+TEST_P(TrainCompressedAllReduceTest, Fp16EqualsOneWorkerWithinHalfPrecision) {
   const Dataset data = ToyData();
   const Collective& collective = *FindCollective(GetParam());
   const auto fp16 = TrainOverAllReduce(collective, data, Config("sgd", kBatch), 3,
@@ -132,7 +132,7 @@ TEST_P(CompressedAllReduceTest, Fp16EqualsOneWorkerWithinHalfPrecision) {
   EXPECT_EQ(fp16[0], fp16[2]) << "every rank sums the same halves in the same order";
 }
 
-TEST_P(CompressedAllReduceTest, TopKOfEverythingEqualsNoCompression) {
+TEST_P(TrainCompressedAllReduceTest, TopKOfEverythingEqualsNoCompression) {
   const Dataset data = ToyData();
   const Collective& collective = *FindCollective(GetParam());
   const auto all = TrainOverAllReduce(collective, data, Config("momentum", kBatch), 3,
@@ -140,7 +140,7 @@ TEST_P(CompressedAllReduceTest, TopKOfEverythingEqualsNoCompression) {
   ExpectEveryWorkerNear(all, TrainAlone(data, "momentum", 3));
 }
 
-TEST_P(CompressedAllReduceTest, TopKKeepsEveryRankEqualAndTrains) {
+TEST_P(TrainCompressedAllReduceTest, TopKKeepsEveryRankEqualAndTrains) {
   const Dataset data = ToyData();
   const Collective& collective = *FindCollective(GetParam());
   const TrainConfig config = Config("sgd", kBatch);
@@ -151,7 +151,7 @@ TEST_P(CompressedAllReduceTest, TopKKeepsEveryRankEqualAndTrains) {
   EXPECT_NE(sparse[0], Mlp(WorkerTrainer::LayerSizes(config, data)).InitialParameters(1));
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, CompressedAllReduceTest,
+INSTANTIATE_TEST_SUITE_P(Schedules, TrainCompressedAllReduceTest,
                          ::testing::Values("ring", "halving-doubling"),
                          [](const auto& info) {
                            std::string name = info.param;
@@ -161,7 +161,7 @@ INSTANTIATE_TEST_SUITE_P(Schedules, CompressedAllReduceTest,
 
 // The bytes are the compressed ones: at N = 2 each rank sends its chunk once
 // and receives the other's, against ring's whole float32 gradient each way.
-TEST(CompressedAllReduceBytesTest, PayloadIsTheCompressedChunks) {
+TEST(TrainCompressedAllReduceBytesTest, PayloadIsTheCompressedChunks) {
   const Dataset data = ToyData();
   const TrainConfig config = Config("sgd", kBatch);
   const std::uint64_t parameters =
@@ -200,7 +200,7 @@ std::vector<std::vector<float>> TrainOverParameterServer(const Dataset& data,
   });
 }
 
-TEST(CompressedParameterServerTest, Fp16AndTopKOfEverything) {
+TEST(TrainCompressedParameterServerTest, Fp16AndTopKOfEverything) {
   const Dataset data = ToyData();
   const TrainConfig config = Config("sgd", kBatch);
   const std::vector<float> alone = TrainAlone(data, "sgd", 3);

@@ -248,7 +248,7 @@ TEST(AllReduceSyncTest, RefusesACollectiveThatIsNotAScheduledAllReduce) {
 
 // --lr-scaling linear: N workers at rate N * lr equal one worker with the
 // global batch at N * lr (Goyal et al.'s rule, from the same equivalence).
-TEST(LearningRateScalingTest, LinearScalingIsTheRateTimesN) {
+TEST(TrainLearningRateScalingTest, LinearScalingIsTheRateTimesN) {
   const Dataset data = ToyData();
   TrainConfig scaled = Config("momentum", kBatch);
   scaled.lr_scaling = "linear";
@@ -259,7 +259,7 @@ TEST(LearningRateScalingTest, LinearScalingIsTheRateTimesN) {
                         TrainOverAllReduce(*FindCollective("ring"), data, alone, 1)[0]);
 }
 
-TEST(LearningRateScalingTest, RefusesUnknownScalingAndWarmupWithAdam) {
+TEST(TrainLearningRateScalingTest, RefusesUnknownScalingAndWarmupWithAdam) {
   TrainConfig config = Config("sgd", kBatch);
   config.lr_scaling = "sqrt";
   absl::StatusOr<proto::Optimizer> unknown = TrainingOptimizer(config, 2);
@@ -283,7 +283,7 @@ class RecordingSync final : public GradientSync {
   std::vector<float> factors;
 };
 
-TEST(LearningRateScalingTest, WarmupRampsTheRateLinearly) {
+TEST(TrainLearningRateScalingTest, WarmupRampsTheRateLinearly) {
   EXPECT_FLOAT_EQ(WarmupFactor(1, 4), 0.25f);
   EXPECT_FLOAT_EQ(WarmupFactor(4, 4), 1.0f);
   EXPECT_FLOAT_EQ(WarmupFactor(9, 0), 1.0f);
@@ -297,7 +297,7 @@ TEST(LearningRateScalingTest, WarmupRampsTheRateLinearly) {
 }
 
 // The factor scales the step's update: with SGD, exactly the rate.
-TEST(LearningRateScalingTest, AFactorScalesTheUpdateOfEitherSync) {
+TEST(TrainLearningRateScalingTest, AFactorScalesTheUpdateOfEitherSync) {
   InProcessFabric fabric(1);
   std::unique_ptr<Transport> transport = fabric.Connect(0);
   const proto::Optimizer rule = *OptimizerConfig("sgd", 0.5, 0);
