@@ -99,6 +99,10 @@ def read_training_rows(paths):
 
 def training_key(row, many_files):
     name = f"{row['sync']} N={row['workers']} {row['parameters']} params"
+    if row.get("servers"):
+        name += f" S={row['servers']}"
+    if row.get("compress", "none") != "none":
+        name += f" {row['compress']}"
     if row.get("bucket_bytes"):
         name += f" bucket {size_label(row['bucket_bytes'])}"
     if row.get("overlap"):

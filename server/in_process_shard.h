@@ -1,7 +1,7 @@
 // A parameter-server shard served from this process on 127.0.0.1 (any free
-// port): the store and its gRPC service behind a real socket, for `testbed
-// train`'s local deployment and for tests that drive the PS client over the
-// wire without starting daemons.
+// port): the store and its gRPC service behind a real socket, for tests that
+// drive the PS client over the wire without starting daemons (`testbed
+// train` starts testbed-server daemons instead).
 //
 // Thread-safety: Stop() may be called from any thread, more than once.
 #pragma once

@@ -26,6 +26,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/transport/inprocess_transport.h"
 #include "server/in_process_shard.h"
+#include "tests/toy_training.h"
 #include "worker/ps_client.h"
 #include "worker/train/allreduce_sync.h"
 #include "worker/train/ps_sync.h"
@@ -34,94 +35,7 @@
 namespace testbed {
 namespace {
 
-constexpr int kSteps = 5;
-constexpr int kBatch = 3;  // per worker
-constexpr float kTolerance = 1e-5f;
-
-// 13 features, 4 classes, 40 samples: with N*B = 12 an epoch is 3 steps, so
-// K = 5 crosses into the second epoch's order.
-Dataset ToyData() {
-  std::mt19937 random(42);
-  std::uniform_real_distribution<float> value(0.0f, 1.0f);
-  Dataset data;
-  data.classes = 4;
-  data.inputs.resize(13, 40);
-  for (int s = 0; s < 40; ++s) {
-    for (int f = 0; f < 13; ++f) data.inputs(f, s) = value(random);
-    data.labels.push_back(s % data.classes);
-  }
-  return data;
-}
-
-TrainConfig Config(const std::string& optimizer, int batch, std::uint64_t seed = 1) {
-  TrainConfig config;
-  config.hidden = {9, 7};
-  config.batch = batch;
-  config.optimizer = optimizer;
-  config.learning_rate = optimizer == "adam" ? 0.01 : 0.2;
-  config.momentum = 0.9;
-  config.steps = kSteps;
-  config.seed = seed;
-  return config;
-}
-
-using MakeSync = std::function<std::unique_ptr<GradientSync>(int rank, WorkerTrainer& trainer)>;
-
-// Trains N workers on threads for kSteps; returns each worker's parameters.
-std::vector<std::vector<float>> Train(const Dataset& data, const TrainConfig& config, int workers,
-                                      const MakeSync& make_sync) {
-  std::vector<std::vector<float>> parameters(workers);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < workers; ++rank) {
-    threads.emplace_back([&, rank] {
-      WorkerTrainer trainer(config, data, rank, workers);
-      std::unique_ptr<GradientSync> sync = make_sync(rank, trainer);
-      if (sync == nullptr) return;
-      for (int step = 0; step < kSteps; ++step) {
-        absl::StatusOr<StepStats> stats = trainer.Step(*sync);
-        if (!stats.ok()) {
-          ADD_FAILURE() << "rank " << rank << ": " << stats.status();
-          return;
-        }
-      }
-      parameters[rank].assign(trainer.parameters().begin(), trainer.parameters().end());
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  return parameters;
-}
-
-std::vector<std::vector<float>> TrainOverAllReduce(const Collective& collective,
-                                                   const Dataset& data, const TrainConfig& config,
-                                                   int workers) {
-  InProcessFabric fabric(workers);
-  std::vector<std::unique_ptr<Transport>> transports;
-  for (int rank = 0; rank < workers; ++rank) transports.push_back(fabric.Connect(rank));
-  const proto::Optimizer optimizer =
-      *OptimizerConfig(config.optimizer, config.learning_rate, config.momentum);
-  return Train(data, config, workers, [&](int rank, WorkerTrainer& trainer) {
-    absl::StatusOr<std::unique_ptr<AllReduceSync>> sync = AllReduceSync::Create(
-        collective, *transports[rank], trainer.model().parameter_count(), 0, optimizer);
-    EXPECT_TRUE(sync.ok()) << sync.status();
-    return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
-  });
-}
-
-// One worker with the global batch: what data-parallel training must equal.
-std::vector<float> TrainAlone(const Dataset& data, const std::string& optimizer, int workers) {
-  return TrainOverAllReduce(*FindCollective("ring"), data, Config(optimizer, kBatch * workers),
-                            1)[0];
-}
-
-void ExpectEveryWorkerNear(const std::vector<std::vector<float>>& workers,
-                           const std::vector<float>& expected) {
-  for (std::size_t rank = 0; rank < workers.size(); ++rank) {
-    ASSERT_EQ(workers[rank].size(), expected.size()) << "rank " << rank;
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-      ASSERT_NEAR(workers[rank][i], expected[i], kTolerance) << "rank " << rank << ", parameter " << i;
-    }
-  }
-}
+using namespace toy_training;  // NOLINT: the shared toy setup
 
 // Every scheduled all-reduce of the registry, at world sizes with and without
 // a power of two (butterfly and halving-doubling fold the extra ranks).
@@ -330,6 +244,81 @@ TEST(AllReduceSyncTest, RefusesACollectiveThatIsNotAScheduledAllReduce) {
     auto sync = AllReduceSync::Create(*FindCollective(name), *transport, 10, 0, rule);
     EXPECT_EQ(sync.status().code(), absl::StatusCode::kInvalidArgument) << name;
   }
+}
+
+// --lr-scaling linear: N workers at rate N * lr equal one worker with the
+// global batch at N * lr (Goyal et al.'s rule, from the same equivalence).
+TEST(TrainLearningRateScalingTest, LinearScalingIsTheRateTimesN) {
+  const Dataset data = ToyData();
+  TrainConfig scaled = Config("momentum", kBatch);
+  scaled.lr_scaling = "linear";
+  EXPECT_DOUBLE_EQ(TrainingOptimizer(scaled, 3)->learning_rate(), 3 * scaled.learning_rate);
+  TrainConfig alone = Config("momentum", kBatch * 3);
+  alone.learning_rate *= 3;
+  ExpectEveryWorkerNear(TrainOverAllReduce(*FindCollective("ring"), data, scaled, 3),
+                        TrainOverAllReduce(*FindCollective("ring"), data, alone, 1)[0]);
+}
+
+TEST(TrainLearningRateScalingTest, RefusesUnknownScalingAndWarmupWithAdam) {
+  TrainConfig config = Config("sgd", kBatch);
+  config.lr_scaling = "sqrt";
+  absl::StatusOr<proto::Optimizer> unknown = TrainingOptimizer(config, 2);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("--lr-scaling 'sqrt'"), std::string::npos);
+  config = Config("adam", kBatch);
+  config.warmup_steps = 3;
+  absl::StatusOr<proto::Optimizer> adam = TrainingOptimizer(config, 2);
+  ASSERT_FALSE(adam.ok());
+  EXPECT_NE(adam.status().message().find("--warmup-steps"), std::string::npos);
+}
+
+// What the trainer asks of its sync each step.
+class RecordingSync final : public GradientSync {
+ public:
+  absl::Status Step(std::uint64_t, std::span<float>, std::span<float>) override {
+    factors.push_back(learning_rate_factor());
+    return absl::OkStatus();
+  }
+  std::uint64_t PayloadBytes() const override { return 0; }
+  std::vector<float> factors;
+};
+
+TEST(TrainLearningRateScalingTest, WarmupRampsTheRateLinearly) {
+  EXPECT_FLOAT_EQ(WarmupFactor(1, 4), 0.25f);
+  EXPECT_FLOAT_EQ(WarmupFactor(4, 4), 1.0f);
+  EXPECT_FLOAT_EQ(WarmupFactor(9, 0), 1.0f);
+  const Dataset data = ToyData();
+  TrainConfig config = Config("sgd", kBatch);
+  config.warmup_steps = 4;
+  WorkerTrainer trainer(config, data, 0, 1);
+  RecordingSync sync;
+  for (int step = 0; step < kSteps; ++step) ASSERT_TRUE(trainer.Step(sync).ok());
+  EXPECT_EQ(sync.factors, (std::vector<float>{0.25f, 0.5f, 0.75f, 1.0f, 1.0f}));
+}
+
+// The factor scales the step's update: with SGD, exactly the rate.
+TEST(TrainLearningRateScalingTest, AFactorScalesTheUpdateOfEitherSync) {
+  InProcessFabric fabric(1);
+  std::unique_ptr<Transport> transport = fabric.Connect(0);
+  const proto::Optimizer rule = *OptimizerConfig("sgd", 0.5, 0);
+  auto sync = AllReduceSync::Create(*FindCollective("ring"), *transport, 3, 0, rule);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  std::vector<float> gradient = {4, -8, 2}, parameters = {1, 1, 1};
+  (*sync)->SetLearningRateFactor(0.25f);
+  ASSERT_TRUE((*sync)->Step(1, gradient, parameters).ok());
+  EXPECT_EQ(parameters, (std::vector<float>{0.5f, 2.0f, 0.75f}));  // 1 - 0.5 * 0.25 * g
+
+  const Credentials credentials{"train", "secret"};
+  auto shard = InProcessShard::Start(credentials, std::chrono::seconds(20));
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  PsClient client({(*shard)->address()}, credentials, std::chrono::seconds(20));
+  const std::vector<float> initial = {1, 1, 1};
+  auto ps = PsSync::Create(client, "params", 0, 1, initial, rule);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  gradient = {4, -8, 2};
+  (*ps)->SetLearningRateFactor(0.25f);
+  ASSERT_TRUE((*ps)->Step(1, gradient, parameters).ok());
+  EXPECT_EQ(parameters, (std::vector<float>{0.5f, 2.0f, 0.75f}));
 }
 
 TEST(OptimizerConfigTest, RefusesUnknownOptimizersNamingTheKnownOnes) {

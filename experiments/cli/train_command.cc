@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "experiments/cli/cli_common.h"
+#include "worker/train/compression.h"
 #include "worker/train/dataset.h"
 
 namespace testbed {
@@ -15,10 +16,12 @@ namespace {
 std::string ProgressLine(const proto::TrainingRow& row) {
   return absl::StrFormat(
       "train: epoch %.2f step %d: loss %.4f, train %.2f%%, test %.2f%%; step %.2f ms "
-      "(compute %.2f, exposed communication %.2f, hidden %.2f), %d payload bytes per step",
+      "(compute %.2f, exposed communication %.2f, hidden %.2f), %d payload bytes per step "
+      "(gradient %d, %s)",
       row.epoch(), row.step(), row.loss(), 100 * row.train_accuracy(), 100 * row.test_accuracy(),
       1e3 * row.step_seconds(), 1e3 * row.compute_seconds(), 1e3 * row.communication_seconds(),
-      1e3 * row.overlapped_communication_seconds(), row.payload_bytes());
+      1e3 * row.overlapped_communication_seconds(), row.payload_bytes(),
+      row.dense_gradient_bytes(), row.compress());
 }
 
 std::string SummaryLine(const proto::TrainingRow& row) {
@@ -44,7 +47,7 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options) {
       "communication)");
   cmd->add_option("--deployment", options.deployment,
                   "local: N workers as threads of this process, over UCX on loopback (all-reduce) "
-                  "or gRPC to an in-process shard (ps)")
+                  "or gRPC to --servers testbed-server daemons started for the run (ps)")
       ->check(CLI::IsMember({"local"}))
       ->capture_default_str();
   cmd->add_option("-n,--workers", options.run.workers, "Number of workers N")
@@ -52,6 +55,11 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options) {
       ->capture_default_str();
   cmd->add_option("--sync", options.run.sync, "How gradients are synchronised")
       ->check(CollectiveValidator(Kinds::kAllReduce))
+      ->capture_default_str();
+  cmd->add_option("--servers", options.run.servers,
+                  "ps: parameter-server shards S, each a testbed-server daemon (the first is "
+                  "the coordinator)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--hidden", options.run.train.hidden,
                   "Hidden layer widths, comma-separated (e.g. 256,256)")
@@ -81,6 +89,22 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options) {
   cmd->add_option("--bucket-mb", options.bucket_mb,
                   "All-reduce the gradient in buckets of this many MiB (0: one bucket)")
       ->check(CLI::Range(0.0, 4096.0))
+      ->capture_default_str();
+  cmd->add_option("--compress", options.run.compress,
+                  "Gradient compression: none, fp16 (IEEE half) or topk:RATIO (that fraction of "
+                  "the elements, largest first, with error feedback)")
+      ->check([](const std::string& text) {
+        absl::StatusOr<CompressionConfig> parsed = ParseCompression(text);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
+      })
+      ->capture_default_str();
+  cmd->add_option("--lr-scaling", options.run.train.lr_scaling,
+                  "none, or linear: the learning rate times N (the global batch is N * B)")
+      ->check(CLI::IsMember({"none", "linear"}))
+      ->capture_default_str();
+  cmd->add_option("--warmup-steps", options.run.train.warmup_steps,
+                  "Ramp the learning rate up linearly over this many steps (sgd, momentum)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
       ->capture_default_str();
   cmd->add_flag("--overlap", options.run.overlap,
                "All-reduce each bucket on a communication thread as soon as backpropagation "

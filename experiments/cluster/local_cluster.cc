@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 
+extern char** environ;
+
 namespace testbed {
 namespace fs = std::filesystem;
 
@@ -23,6 +25,30 @@ std::string DescribeExit(const std::string& name, pid_t pid, int status) {
     return absl::StrCat(name, " (pid ", pid, ") was killed by signal ", WTERMSIG(status));
   }
   return absl::StrCat(name, " (pid ", pid, ") exited with status ", WEXITSTATUS(status));
+}
+
+// This process's environment with `overrides` (NAME, VALUE) set on top, as
+// NAME=VALUE strings: built before fork, since a forked child of a threaded
+// process may only call async-signal-safe functions until it execs.
+std::vector<std::string> DaemonEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> entries;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const std::string_view name = text.substr(0, text.find('='));
+    bool overridden = false;
+    for (const auto& [override_name, value] : overrides) overridden |= name == override_name;
+    if (!overridden) entries.emplace_back(text);
+  }
+  for (const auto& [name, value] : overrides) entries.push_back(absl::StrCat(name, "=", value));
+  return entries;
+}
+
+// The port a daemon wrote to `port_file` once it listened; 0 while none.
+int ReadPort(const std::string& port_file) {
+  int port = 0;
+  std::ifstream(port_file) >> port;
+  return port;
 }
 
 }  // namespace
@@ -42,6 +68,12 @@ std::string FindDaemon(const std::string& name) {
 
 absl::Status LocalCluster::Spawn(const std::string& name, const std::vector<std::string>& argv,
                                  const std::string& log) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  for (const std::string& e : environment_) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
   const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot write ", log));
   const pid_t parent = getpid();
@@ -61,10 +93,7 @@ absl::Status LocalCluster::Spawn(const std::string& name, const std::vector<std:
     dup2(log_fd, STDERR_FILENO);
     const int null_fd = open("/dev/null", O_RDONLY);
     dup2(null_fd, STDIN_FILENO);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), env.data());
     dprintf(STDERR_FILENO, "cannot run %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
@@ -89,9 +118,12 @@ void LocalCluster::Reap(bool block) {
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
   std::unique_ptr<LocalCluster> cluster(new LocalCluster());
+  cluster->environment_ = DaemonEnvironment(options.environment);
   const std::string server = FindDaemon("testbed-server");
   const std::string worker = FindDaemon("testbed-worker");
-  for (const std::string& binary : {server, worker}) {
+  std::vector<std::string> binaries{server};
+  if (options.workers > 0) binaries.push_back(worker);
+  for (const std::string& binary : binaries) {
     if (access(binary.c_str(), X_OK) != 0) {
       return absl::NotFoundError(absl::StrCat("cannot find ", binary,
                                               " (build it, or set TESTBED_BIN_DIR)"));
@@ -115,6 +147,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   };
   const std::string port_file = (fs::path(options.log_dir) / "server.port").string();
   fs::remove(port_file);
+  cluster->shard_port_files_.push_back(port_file);
+  cluster->shard_hosts_.push_back(host_of(0));
   if (absl::Status st = cluster->Spawn(
           "testbed-server",
           placed(0, {server, "--listen", host_of(0) + ":0", "--port-file", port_file}),
@@ -133,7 +167,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   int port = 0;
   while (port == 0) {
-    std::ifstream(port_file) >> port;
+    port = ReadPort(port_file);
     if (port != 0) break;
     if (!cluster->UnexpectedExits().empty() || std::chrono::steady_clock::now() > deadline) {
       return absl::UnavailableError(absl::StrCat(
@@ -144,10 +178,16 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   cluster->coordinator_ = absl::StrCat(host_of(0), ":", port);
   cluster->servers_ = options.servers;
   for (int s = 1; s < options.servers; ++s) {
+    // A shard writes its port once it has joined the coordinator (WaitForShards).
+    const std::string shard_port_file =
+        (fs::path(options.log_dir) / absl::StrCat("server-", s, ".port")).string();
+    fs::remove(shard_port_file);
+    cluster->shard_port_files_.push_back(shard_port_file);
+    cluster->shard_hosts_.push_back(host_of(s));
     if (absl::Status st = cluster->Spawn(
             absl::StrCat("testbed-server ", s),
             placed(s, {server, "--listen", host_of(s) + ":0", "--join", cluster->coordinator_,
-                       "--join-timeout", "30"}),
+                       "--join-timeout", "30", "--port-file", shard_port_file}),
             (fs::path(options.log_dir) / absl::StrCat("server-", s, ".log")).string());
         !st.ok()) {
       return st;
@@ -181,6 +221,26 @@ std::vector<pid_t> LocalCluster::server_pids() const {
     pids.push_back(children_[i].pid);
   }
   return pids;
+}
+
+absl::StatusOr<std::vector<std::string>> LocalCluster::WaitForShards(
+    std::chrono::seconds timeout) const {
+  std::vector<std::string> addresses{coordinator_};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (std::size_t s = 1; s < shard_port_files_.size(); ++s) {
+    int port = 0;
+    while ((port = ReadPort(shard_port_files_[s])) == 0) {
+      if (!UnexpectedExits().empty() || std::chrono::steady_clock::now() > deadline) {
+        std::lock_guard lock(mu_);
+        return absl::UnavailableError(absl::StrCat(children_[s].name,
+                                                   " did not join the coordinator; see ",
+                                                   children_[s].log));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    addresses.push_back(absl::StrCat(shard_hosts_[s], ":", port));
+  }
+  return addresses;
 }
 
 std::vector<std::string> LocalCluster::UnexpectedExits() const {

@@ -12,11 +12,13 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <ostream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,13 +28,16 @@
 namespace testbed {
 
 struct LocalClusterOptions {
-  int workers = 4;
+  int workers = 4;      // 0: servers only (`testbed train`'s parameter server)
   int servers = 1;      // the first is the coordinator; the others join it as shards
   std::string bin_dir;  // where testbed-server and testbed-worker are
   std::string log_dir;  // one log file per daemon
   const NetnsFabric* fabric = nullptr;  // null: loopback; else its nodes (servers + workers)
   TlsFlags tls;  // passed on to every daemon; none: plaintext
-  // Environment for the daemons (job id, token, UCX_TLS...) is inherited.
+  // Environment for the daemons (job id, token, UCX_TLS...) is inherited,
+  // with these NAME=VALUE pairs set on top: a caller that must not change its
+  // own environment (threads may read it) hands the job's credentials here.
+  std::vector<std::pair<std::string, std::string>> environment = {};
 };
 
 class LocalCluster {
@@ -44,6 +49,11 @@ class LocalCluster {
   pid_t server_pid() const { return children_[0].pid; }
   std::vector<pid_t> worker_pids() const;
   std::vector<pid_t> server_pids() const;  // the coordinator first
+
+  // Where each parameter-server shard serves (HOST:PORT), the coordinator's
+  // first, once every shard has joined the coordinator and listens; fails
+  // naming the daemon's log when one does not within `timeout`.
+  absl::StatusOr<std::vector<std::string>> WaitForShards(std::chrono::seconds timeout) const;
 
   // Daemons that ended on their own so far, described ("testbed-worker 2
   // (pid 123) was killed by signal 9").
@@ -68,6 +78,9 @@ class LocalCluster {
   void Reap(bool block);  // collects exits; guarded by mu_ inside
 
   std::vector<Child> children_;  // servers first ([0] the coordinator), then workers
+  std::vector<std::string> environment_;  // NAME=VALUE, what every daemon runs with
+  std::vector<std::string> shard_port_files_;  // by shard; [0] the coordinator's
+  std::vector<std::string> shard_hosts_;       // by shard: where each listens
   int servers_ = 1;
   std::string coordinator_;
   mutable std::mutex mu_;

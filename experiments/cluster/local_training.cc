@@ -1,15 +1,19 @@
 #include "experiments/cluster/local_training.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
 #include "allreduce/transport/ucx_transport.h"
-#include "server/in_process_shard.h"
+#include "experiments/cluster/local_cluster.h"
 #include "worker/ps_client.h"
 #include "worker/train/allreduce_sync.h"
 #include "worker/train/ps_sync.h"
@@ -17,22 +21,37 @@
 namespace testbed {
 namespace {
 
-constexpr std::chrono::seconds kCallTimeout{120};
+namespace fs = std::filesystem;
 
-// The job the in-process shard and its clients share.
-Credentials JobCredentials() { return {"train-local", "train-local"}; }
+constexpr std::chrono::seconds kCallTimeout{120};
+constexpr std::chrono::seconds kShardStartTimeout{30};
+
+// One job per run, as `testbed local` makes one: the daemons get it through
+// their environment, the workers' clients through their calls.
+Credentials NewJobCredentials() {
+  std::random_device random;
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += absl::StrCat(absl::Hex(random(), absl::kZeroPad8));
+  return {absl::StrCat("train-", getpid()), token};
+}
 
 // What one worker thread synchronises through, made on its own thread.
 using SyncFactory =
     std::function<absl::StatusOr<std::unique_ptr<GradientSync>>(int rank, WorkerTrainer& trainer)>;
 
-proto::TrainingRow Header(const LocalTrainingOptions& options, const Dataset& train) {
+proto::TrainingRow Header(const LocalTrainingOptions& options, const Dataset& train,
+                          const CompressionConfig& compression) {
   proto::TrainingRow header;
   header.set_sync(options.sync);
   header.set_workers(static_cast<std::uint32_t>(options.workers));
-  header.set_deployment("local-threads");
+  header.set_deployment(options.sync == "ps" ? "local-threads+server-daemons" : "local-threads");
+  if (options.sync == "ps") header.set_servers(static_cast<std::uint32_t>(options.servers));
   for (int size : WorkerTrainer::LayerSizes(options.train, train)) header.add_layer_sizes(size);
   header.set_parameters(Mlp(WorkerTrainer::LayerSizes(options.train, train)).parameter_count());
+  header.set_compress(compression.Name());
+  header.set_dense_gradient_bytes(4 * static_cast<std::uint64_t>(header.parameters()));
+  header.set_lr_scaling(options.train.lr_scaling);
+  header.set_warmup_steps(static_cast<std::uint32_t>(options.train.warmup_steps));
   header.set_batch_per_worker(static_cast<std::uint32_t>(options.train.batch));
   header.set_optimizer(options.train.optimizer);
   header.set_learning_rate(options.train.learning_rate);
@@ -49,7 +68,8 @@ proto::TrainingRow Header(const LocalTrainingOptions& options, const Dataset& tr
 absl::Status RunWorkers(const LocalTrainingOptions& options, const TrainTestSplit& data,
                         const TrainingRowSink& sink, const SyncFactory& make_sync,
                         const std::function<void(int rank, const absl::Status&)>& on_exit) {
-  const proto::TrainingRow header = Header(options, data.train);
+  const proto::TrainingRow header =
+      Header(options, data.train, *ParseCompression(options.compress));
   std::mutex mu;
   absl::Status first_error;  // guarded by mu
   std::vector<std::thread> threads;
@@ -79,32 +99,99 @@ absl::Status RunWorkers(const LocalTrainingOptions& options, const TrainTestSpli
   return first_error;
 }
 
+// S testbed-server daemons (the coordinator and S-1 shards joined to it) as
+// child processes with a job of their own, for one run; every daemon is
+// ended by PID when this is destroyed, also when the run failed.
+class ServerDaemons {
+ public:
+  static absl::StatusOr<std::unique_ptr<ServerDaemons>> Start(int servers) {
+    std::unique_ptr<ServerDaemons> daemons(new ServerDaemons());
+    std::string pattern = (fs::temp_directory_path() / "testbed-train-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::PermissionDeniedError("cannot create a log folder under the temp folder");
+    }
+    daemons->log_dir_ = pattern;
+    LocalClusterOptions options;
+    options.workers = 0;
+    options.servers = servers;
+    options.log_dir = daemons->log_dir_;
+    options.environment = {{"TESTBED_JOB_ID", daemons->credentials_.job_id},
+                           {"TESTBED_TOKEN", daemons->credentials_.token}};
+    // A daemon that did not start is named with its log: keep the logs then.
+    absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Start(options);
+    daemons->keep_logs_ = !cluster.ok();
+    if (!cluster.ok()) return cluster.status();
+    daemons->cluster_ = *std::move(cluster);
+    absl::StatusOr<std::vector<std::string>> shards =
+        daemons->cluster_->WaitForShards(kShardStartTimeout);
+    daemons->keep_logs_ = !shards.ok();
+    if (!shards.ok()) return shards.status();
+    daemons->shards_ = *std::move(shards);
+    return daemons;
+  }
+  // The logs are kept only when something went wrong (KeepLogs).
+  ~ServerDaemons() {
+    cluster_.reset();
+    if (!keep_logs_ && !log_dir_.empty()) fs::remove_all(log_dir_);
+  }
+
+  // Ends every daemon: their waiting pulls fail, so no worker waits for the
+  // push of one that failed. Any thread, more than once.
+  void Stop() {
+    std::call_once(stopped_, [this] { cluster_->Stop(); });
+  }
+  // Keeps the daemons' logs, and says where they are.
+  std::string KeepLogs() {
+    keep_logs_ = true;
+    return absl::StrCat("the servers' logs are in ", log_dir_);
+  }
+
+  const std::vector<std::string>& shards() const { return shards_; }
+  const Credentials& credentials() const { return credentials_; }
+
+ private:
+  ServerDaemons() = default;
+  const Credentials credentials_ = NewJobCredentials();
+  std::string log_dir_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::vector<std::string> shards_;  // HOST:PORT by shard
+  std::once_flag stopped_;
+  bool keep_logs_ = false;
+};
+
 absl::Status RunOverParameterServer(const LocalTrainingOptions& options,
                                     const TrainTestSplit& data, const TrainingRowSink& sink,
-                                    const proto::Optimizer& optimizer) {
-  absl::StatusOr<std::unique_ptr<InProcessShard>> shard =
-      InProcessShard::Start(JobCredentials(), kCallTimeout);
-  if (!shard.ok()) return shard.status();
+                                    const proto::Optimizer& optimizer,
+                                    const CompressionConfig& compression) {
+  if (options.servers < 1) return absl::InvalidArgumentError("--servers must be at least 1");
+  absl::StatusOr<std::unique_ptr<ServerDaemons>> daemons = ServerDaemons::Start(options.servers);
+  if (!daemons.ok()) return daemons.status();
+  ServerDaemons& servers = **daemons;
   std::vector<std::unique_ptr<PsClient>> clients(options.workers);
-  return RunWorkers(
+  absl::Status status = RunWorkers(
       options, data, sink,
       [&](int rank, WorkerTrainer& trainer) -> absl::StatusOr<std::unique_ptr<GradientSync>> {
-        clients[rank] = std::make_unique<PsClient>(std::vector<std::string>{(*shard)->address()},
-                                                   JobCredentials(), kCallTimeout);
+        clients[rank] =
+            std::make_unique<PsClient>(servers.shards(), servers.credentials(), kCallTimeout);
         absl::StatusOr<std::unique_ptr<PsSync>> sync =
             PsSync::Create(*clients[rank], "train/parameters", static_cast<std::uint32_t>(rank),
-                           options.workers, trainer.parameters(), optimizer);
+                           options.workers, trainer.parameters(), optimizer, compression);
         if (!sync.ok()) return sync.status();
         return std::unique_ptr<GradientSync>(*std::move(sync));
       },
       [&](int, const absl::Status& status) {
-        if (!status.ok()) (*shard)->Stop();
+        if (!status.ok()) servers.Stop();
       });
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat(status.message(), " (", servers.KeepLogs(), ")"));
+  }
+  return status;
 }
 
 absl::Status RunOverUcx(const LocalTrainingOptions& options, const TrainTestSplit& data,
                         const TrainingRowSink& sink, const Collective& collective,
-                        const proto::Optimizer& optimizer) {
+                        const proto::Optimizer& optimizer, const CompressionConfig& compression) {
   std::vector<std::unique_ptr<UcxTransport>> transports;
   std::vector<std::vector<std::byte>> addresses;
   for (int rank = 0; rank < options.workers; ++rank) {
@@ -122,8 +209,9 @@ absl::Status RunOverUcx(const LocalTrainingOptions& options, const TrainTestSpli
   return RunWorkers(
       options, data, sink,
       [&](int rank, WorkerTrainer&) -> absl::StatusOr<std::unique_ptr<GradientSync>> {
-        absl::StatusOr<std::unique_ptr<AllReduceSync>> sync = AllReduceSync::Create(
-            collective, *transports[rank], count, options.bucket_bytes, optimizer, options.overlap);
+        absl::StatusOr<std::unique_ptr<AllReduceSync>> sync =
+            AllReduceSync::Create(collective, *transports[rank], count, options.bucket_bytes,
+                                  optimizer, options.overlap, compression);
         if (!sync.ok()) return sync.status();
         return std::unique_ptr<GradientSync>(*std::move(sync));
       },
@@ -137,10 +225,11 @@ absl::Status RunOverUcx(const LocalTrainingOptions& options, const TrainTestSpli
 
 absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTestSplit& data,
                               const TrainingRowSink& sink) {
-  absl::StatusOr<proto::Optimizer> optimizer = OptimizerConfig(
-      options.train.optimizer, options.train.learning_rate, options.train.momentum);
-  if (!optimizer.ok()) return optimizer.status();
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be at least 1");
+  absl::StatusOr<proto::Optimizer> optimizer = TrainingOptimizer(options.train, options.workers);
+  if (!optimizer.ok()) return optimizer.status();
+  absl::StatusOr<CompressionConfig> compression = ParseCompression(options.compress);
+  if (!compression.ok()) return compression.status();
   if (std::int64_t{options.workers} * options.train.batch > data.train.samples()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the global batch (workers x batch = ", options.workers * options.train.batch,
@@ -148,9 +237,10 @@ absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTe
   }
   if (options.sync == "ps") {
     if (options.overlap) {
-      return absl::InvalidArgumentError("--overlap needs an all-reduce: the ps sync has no buckets yet");
+      return absl::InvalidArgumentError(
+          "--overlap needs an all-reduce: the ps sync has no buckets yet");
     }
-    return RunOverParameterServer(options, data, sink, *optimizer);
+    return RunOverParameterServer(options, data, sink, *optimizer, *compression);
   }
   const Collective* collective = FindCollective(options.sync, Kinds::kScheduledAllReduce);
   if (collective == nullptr) {
@@ -158,7 +248,7 @@ absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTe
         "unknown --sync '", options.sync, "' (choose from ps, ",
         CollectiveNames(Kinds::kScheduledAllReduce), ")"));
   }
-  return RunOverUcx(options, data, sink, *collective, *optimizer);
+  return RunOverUcx(options, data, sink, *collective, *optimizer, *compression);
 }
 
 }  // namespace testbed

@@ -1,6 +1,7 @@
 #include "worker/train/allreduce_sync.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -8,7 +9,8 @@ namespace testbed {
 
 absl::StatusOr<std::unique_ptr<AllReduceSync>> AllReduceSync::Create(
     const Collective& collective, Transport& transport, std::int64_t count,
-    std::size_t bucket_bytes, const proto::Optimizer& optimizer, bool overlap) {
+    std::size_t bucket_bytes, const proto::Optimizer& optimizer, bool overlap,
+    CompressionConfig compression) {
   if (!collective.has_schedule() || !collective.is_all_reduce()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", std::string(collective.name), "' is not a scheduled all-reduce (choose from ",
@@ -17,20 +19,44 @@ absl::StatusOr<std::unique_ptr<AllReduceSync>> AllReduceSync::Create(
   absl::StatusOr<std::unique_ptr<Optimizer>> rule = MakeOptimizer(optimizer);
   if (!rule.ok()) return rule.status();
   (*rule)->Prepare(count);
-  std::unique_ptr<AllReduceSync> sync(new AllReduceSync(transport, *std::move(rule)));
+  std::unique_ptr<AllReduceSync> sync(
+      new AllReduceSync(transport, *std::move(rule), compression));
   const std::int64_t per_bucket =
       bucket_bytes == 0 ? count
                         : std::max<std::int64_t>(1, static_cast<std::int64_t>(bucket_bytes / 4));
+  std::size_t largest_chunk = 0;
   for (std::int64_t offset = 0; offset < count; offset += per_bucket) {
-    const std::int64_t elements = std::min(per_bucket, count - offset);
-    Bucket bucket{.offset = offset,
-                  .schedule = collective.build(transport.rank(), transport.world_size(), elements,
-                                               /*root=*/0)};
-    sync->executor_.Prepare(bucket.schedule, DataType::kFloat32);
-    sync->buckets_.push_back(std::move(bucket));
+    sync->buckets_.push_back(
+        sync->MakeBucket(collective, offset, std::min(per_bucket, count - offset)));
+    largest_chunk = std::max(largest_chunk, sync->buckets_.back().chunk_bytes);
   }
+  sync->gathered_.resize(largest_chunk * static_cast<std::size_t>(transport.world_size()));
   if (overlap) sync->communication_ = std::thread([s = sync.get()] { s->CommunicationLoop(); });
   return sync;
+}
+
+AllReduceSync::Bucket AllReduceSync::MakeBucket(const Collective& collective, std::int64_t offset,
+                                                std::int64_t elements) {
+  const int rank = transport_.rank(), world = transport_.world_size();
+  Bucket bucket;
+  bucket.offset = offset;
+  bucket.elements = elements;
+  if (compression_.none()) {
+    bucket.schedule = collective.build(rank, world, elements, /*root=*/0);
+    executor_.Prepare(bucket.schedule, DataType::kFloat32);
+    return bucket;
+  }
+  if (compression_.kind == CompressionConfig::Kind::kFp16) {
+    // Whole int32 elements for the all-gather: an odd bucket's last half is padding.
+    bucket.chunk_bytes = static_cast<std::size_t>((elements + 1) / 2) * 4;
+  } else {
+    bucket.topk = std::make_unique<ErrorFeedbackTopK>(elements, compression_.ratio);
+    bucket.chunk_bytes = static_cast<std::size_t>(bucket.topk->k()) * 8;
+  }
+  const std::int64_t words = static_cast<std::int64_t>(bucket.chunk_bytes / 4);
+  bucket.schedule = FindCollective("all-gather")->build(rank, world, words * world, /*root=*/0);
+  executor_.Prepare(bucket.schedule, DataType::kInt32);
+  return bucket;
 }
 
 AllReduceSync::~AllReduceSync() {
@@ -43,14 +69,65 @@ AllReduceSync::~AllReduceSync() {
   communication_.join();
 }
 
-absl::Status AllReduceSync::AllReduce(const Bucket& bucket, std::span<float> gradient,
+absl::Status AllReduceSync::AllReduce(Bucket& bucket, std::span<float> gradient,
                                       std::uint64_t step) {
-  std::span<std::byte> bytes = std::as_writable_bytes(gradient);
-  MutableBuffer slice(
-      bytes.subspan(bucket.offset * sizeof(float), bucket.schedule.count * sizeof(float)));
-  absl::Status s = executor_.Run(bucket.schedule, slice, DataType::kFloat32, ReduceOp::kSum);
+  const std::span<float> slice = gradient.subspan(bucket.offset, bucket.elements);
+  absl::Status s =
+      compression_.none()
+          ? executor_.Run(bucket.schedule, MutableBuffer(std::as_writable_bytes(slice)),
+                          DataType::kFloat32, ReduceOp::kSum)
+          : GatherCompressed(bucket, slice);
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat("all-reduce of step ", step, ": ", s.message()));
+}
+
+absl::Status AllReduceSync::GatherCompressed(Bucket& bucket, std::span<float> slice) {
+  const auto world = static_cast<std::size_t>(transport_.world_size());
+  const std::span<std::byte> all(gathered_.data(), bucket.chunk_bytes * world);
+  const auto chunk = [&](std::size_t rank) {
+    return all.subspan(rank * bucket.chunk_bytes, bucket.chunk_bytes);
+  };
+  Pack(bucket, slice, chunk(static_cast<std::size_t>(transport_.rank())));
+  if (absl::Status s =
+          executor_.Run(bucket.schedule, MutableBuffer(all), DataType::kInt32, ReduceOp::kSum);
+      !s.ok()) {
+    return s;
+  }
+  std::fill(slice.begin(), slice.end(), 0.0f);
+  for (std::size_t rank = 0; rank < world; ++rank) AddUnpacked(bucket, chunk(rank), slice);
+  return absl::OkStatus();
+}
+
+void AllReduceSync::Pack(Bucket& bucket, std::span<const float> slice,
+                         std::span<std::byte> chunk) {
+  if (bucket.topk == nullptr) {  // fp16
+    halves_.assign(bucket.chunk_bytes / 2, 0);
+    ToHalf(slice, std::span(halves_).first(slice.size()));
+    std::memcpy(chunk.data(), halves_.data(), bucket.chunk_bytes);
+    return;
+  }
+  const auto k = static_cast<std::size_t>(bucket.topk->k());
+  indices_.resize(k);
+  values_.resize(k);
+  bucket.topk->Select(slice, indices_, values_);
+  std::memcpy(chunk.data(), indices_.data(), 4 * k);
+  std::memcpy(chunk.data() + 4 * k, values_.data(), 4 * k);
+}
+
+void AllReduceSync::AddUnpacked(const Bucket& bucket, std::span<const std::byte> chunk,
+                                std::span<float> sum) {
+  if (bucket.topk == nullptr) {  // fp16
+    halves_.resize(bucket.chunk_bytes / 2);
+    std::memcpy(halves_.data(), chunk.data(), bucket.chunk_bytes);
+    AddHalves(std::span(halves_).first(sum.size()), sum);
+    return;
+  }
+  const auto k = static_cast<std::size_t>(bucket.topk->k());
+  indices_.resize(k);
+  values_.resize(k);
+  std::memcpy(indices_.data(), chunk.data(), 4 * k);
+  std::memcpy(values_.data(), chunk.data() + 4 * k, 4 * k);
+  for (std::size_t j = 0; j < k; ++j) sum[indices_[j]] += values_[j];
 }
 
 void AllReduceSync::BeginBackward(std::uint64_t step, std::span<float> gradient) {
@@ -84,7 +161,7 @@ void AllReduceSync::CommunicationLoop() {
   while (true) {
     changed_.wait(lock, [this] { return stopping_ || NextBucketReady(); });
     if (stopping_) return;
-    const Bucket& bucket = buckets_[buckets_.size() - 1 - buckets_done_];
+    Bucket& bucket = buckets_[buckets_.size() - 1 - buckets_done_];
     const std::span<float> gradient = gradient_;
     const std::uint64_t step = step_;
     // After a failure the transport is unusable: the remaining buckets only
@@ -123,12 +200,13 @@ absl::Status AllReduceSync::Step(std::uint64_t step, std::span<float> gradient,
   if (communication_.joinable()) {
     if (absl::Status s = FinishOverlappedStep(step, gradient); !s.ok()) return s;
   } else {
-    for (const Bucket& bucket : buckets_) {
+    for (Bucket& bucket : buckets_) {
       if (absl::Status s = AllReduce(bucket, gradient, step); !s.ok()) return s;
     }
   }
-  const float inverse_world = 1.0f / static_cast<float>(transport_.world_size());
-  for (float& g : gradient) g *= inverse_world;
+  // The mean, at the step's learning-rate factor (warmup) in the same pass.
+  const float scale = learning_rate_factor() / static_cast<float>(transport_.world_size());
+  for (float& g : gradient) g *= scale;
   optimizer_->BeginStep();
   optimizer_->Apply(0, gradient, parameters.data(), parameters.data());
   return absl::OkStatus();

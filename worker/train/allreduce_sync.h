@@ -11,6 +11,19 @@
 // Every rank runs the buckets in the same order, so the executor's message
 // tags still match, and the sums are the same as without overlap.
 //
+// Compression (compression.h) replaces a bucket's all-reduce by the
+// registry's all-gather of every rank's compressed bucket, which each rank
+// then sums in float32, in rank order (so every rank holds the same sum):
+//   fp16  each rank's bucket as halves: (N-1)·M/2 bytes in and out per rank.
+//         The executor reduces float32, float64 and int32 only; a ring or
+//         tree of halves would need a half-precision reduction inside it (a
+//         DataType of its own), so we gather instead of pretending: the bytes
+//         counted are the halves' own. Against ring's 2(N-1)/N·M per rank
+//         this halves the bytes at N = 2, equals them at N = 4 and loses
+//         beyond - what the rows then show.
+//   topk  each rank's k (index, value) pairs, 8 bytes each, with error
+//         feedback per bucket: (N-1)·8k bytes in and out per rank.
+//
 // Thread-safety: one per worker, called from that worker's thread; with
 // overlap the transport is used by the communication thread only. Borrows
 // the transport, which must outlive it.
@@ -30,6 +43,7 @@
 #include "allreduce/schedule.h"
 #include "allreduce/transport/transport.h"
 #include "common/optimizer.h"
+#include "worker/train/compression.h"
 #include "worker/train/gradient_sync.h"
 
 namespace testbed {
@@ -43,7 +57,8 @@ class AllReduceSync final : public GradientSync {
                                                                 std::int64_t count,
                                                                 std::size_t bucket_bytes,
                                                                 const proto::Optimizer& optimizer,
-                                                                bool overlap = false);
+                                                                bool overlap = false,
+                                                                CompressionConfig compression = {});
   ~AllReduceSync() override;
 
   void BeginBackward(std::uint64_t step, std::span<float> gradient) override;
@@ -55,13 +70,29 @@ class AllReduceSync final : public GradientSync {
 
  private:
   struct Bucket {
-    std::int64_t offset = 0;  // in floats
-    Schedule schedule;        // of the bucket's elements
+    std::int64_t offset = 0;    // in floats
+    std::int64_t elements = 0;  // floats
+    // Uncompressed: the all-reduce of the bucket's elements. Compressed: the
+    // all-gather of N chunks of chunk_bytes / 4 int32 elements each.
+    Schedule schedule;
+    std::size_t chunk_bytes = 0;              // one rank's compressed bucket
+    std::unique_ptr<ErrorFeedbackTopK> topk;  // top-k only
   };
-  AllReduceSync(Transport& transport, std::unique_ptr<Optimizer> optimizer)
-      : transport_(transport), executor_(transport), optimizer_(std::move(optimizer)) {}
+  AllReduceSync(Transport& transport, std::unique_ptr<Optimizer> optimizer,
+                CompressionConfig compression)
+      : transport_(transport),
+        executor_(transport),
+        optimizer_(std::move(optimizer)),
+        compression_(compression) {}
 
-  absl::Status AllReduce(const Bucket& bucket, std::span<float> gradient, std::uint64_t step);
+  // The bucket at `offset` of `elements` floats, its schedule prepared.
+  Bucket MakeBucket(const Collective& collective, std::int64_t offset, std::int64_t elements);
+  absl::Status AllReduce(Bucket& bucket, std::span<float> gradient, std::uint64_t step);
+  // The compressed exchange of one bucket: all-gather, then the sum.
+  absl::Status GatherCompressed(Bucket& bucket, std::span<float> slice);
+  // This rank's compressed `slice` into `chunk`; a rank's `chunk` added to `sum`.
+  void Pack(Bucket& bucket, std::span<const float> slice, std::span<std::byte> chunk);
+  void AddUnpacked(const Bucket& bucket, std::span<const std::byte> chunk, std::span<float> sum);
   // The communication thread: all-reduces each bucket once it is ready.
   void CommunicationLoop();
   // The next bucket to all-reduce is ready (mu_ held).
@@ -72,7 +103,14 @@ class AllReduceSync final : public GradientSync {
   Transport& transport_;
   Executor executor_;
   std::unique_ptr<Optimizer> optimizer_;
+  const CompressionConfig compression_;
   std::vector<Bucket> buckets_;  // by offset
+  // Compressed exchanges (one bucket at a time, on whichever thread runs
+  // them): every rank's chunks, and one chunk unpacked.
+  std::vector<std::byte> gathered_;
+  std::vector<std::uint16_t> halves_;
+  std::vector<std::uint32_t> indices_;
+  std::vector<float> values_;
   double overlapped_seconds_ = 0;  // of the last step
 
   // Overlap: the communication thread and what it shares with the worker.

@@ -48,6 +48,28 @@ class GradientSync {
   // Of the last step's communication, the seconds that ran while the
   // backward pass was still computing (hidden behind it).
   virtual double OverlappedSeconds() const { return 0; }
+
+  // The next steps run at the configured learning rate times `factor`
+  // (warmup, worker_trainer.h). The rate is the optimizer's, fixed when the
+  // shard declared it, so the factor scales the averaged gradient instead:
+  // exactly a scaled rate for SGD, and for momentum the form with the rate
+  // inside the velocity (v = mu v + rate g; Goyal et al. 2017, section 2.1).
+  // Adam is invariant to the gradient's scale: the trainer refuses warmup
+  // with it. The all-reduce scales after the exchange, the parameter server
+  // before the push (the shard averages): with top-k the residual is kept
+  // unscaled in the one, scaled in the other.
+  void SetLearningRateFactor(float factor) { learning_rate_factor_ = factor; }
+
+ protected:
+  // gradient *= the learning-rate factor (nothing to do at 1).
+  void ScaleForLearningRate(std::span<float> gradient) const {
+    if (learning_rate_factor_ == 1.0f) return;
+    for (float& g : gradient) g *= learning_rate_factor_;
+  }
+  float learning_rate_factor() const { return learning_rate_factor_; }
+
+ private:
+  float learning_rate_factor_ = 1.0f;
 };
 
 // The optimizer rule `name` ("sgd", "momentum", "adam") with its

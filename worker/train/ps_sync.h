@@ -9,6 +9,12 @@
 // the displacement follows exactly the rule a server holding the parameters
 // would apply.
 //
+// Compression: the shard takes dense float32 pushes only (parameter_store.h),
+// so PsSync pushes what it can take - the compressed gradient, decoded: fp16
+// rounds each element to the nearest half, top-k zeroes all but the k largest
+// (error feedback keeps the rest for the next step). The updates are those
+// of the compressed scheme; the bytes are not smaller, and the rows say so.
+//
 // Thread-safety: one per worker; borrows the client, which must outlive it.
 #pragma once
 
@@ -17,6 +23,7 @@
 #include <vector>
 
 #include "worker/ps_client.h"
+#include "worker/train/compression.h"
 #include "worker/train/gradient_sync.h"
 
 namespace testbed {
@@ -28,7 +35,8 @@ class PsSync final : public GradientSync {
   static absl::StatusOr<std::unique_ptr<PsSync>> Create(PsClient& client, std::string tensor,
                                                         std::uint32_t worker, int workers,
                                                         std::span<const float> initial,
-                                                        const proto::Optimizer& optimizer);
+                                                        const proto::Optimizer& optimizer,
+                                                        CompressionConfig compression = {});
 
   absl::Status Step(std::uint64_t step, std::span<float> gradient,
                     std::span<float> parameters) override;
@@ -36,16 +44,24 @@ class PsSync final : public GradientSync {
 
  private:
   PsSync(PsClient& client, std::string tensor, std::uint32_t worker,
-         std::span<const float> initial)
+         std::span<const float> initial, CompressionConfig compression)
       : client_(client),
         tensor_(std::move(tensor)),
         worker_(worker),
-        initial_(initial.begin(), initial.end()) {}
+        initial_(initial.begin(), initial.end()),
+        compression_(compression) {}
+
+  // `gradient` as the compressed scheme delivers it, in place.
+  void Compress(std::span<float> gradient);
 
   PsClient& client_;
   const std::string tensor_;
   const std::uint32_t worker_;
   const std::vector<float> initial_;  // what the served displacement is added to
+  const CompressionConfig compression_;
+  std::unique_ptr<ErrorFeedbackTopK> topk_;  // top-k only, made at the first step
+  std::vector<std::uint32_t> indices_;       // top-k's choice of one step
+  std::vector<float> values_;
 };
 
 }  // namespace testbed

@@ -31,6 +31,13 @@ struct Interval {
   }
 };
 
+// The rate step `step` ran at: scaled for N workers, then warmed up.
+double EffectiveLearningRate(const proto::TrainingRow& header, std::int64_t step) {
+  const double scaled = header.learning_rate() *
+                        (header.lr_scaling() == "linear" ? header.workers() : 1);
+  return scaled * WarmupFactor(step, header.warmup_steps());
+}
+
 }  // namespace
 
 absl::Status RunTraining(WorkerTrainer& trainer, GradientSync& sync, const Dataset& train,
@@ -57,6 +64,7 @@ absl::Status RunTraining(WorkerTrainer& trainer, GradientSync& sync, const Datas
     row.set_step(static_cast<std::uint64_t>(trainer.steps_done()));
     row.set_epoch(static_cast<double>(trainer.steps_done()) / trainer.steps_per_epoch());
     row.set_training_seconds(training_seconds);
+    row.set_effective_learning_rate(EffectiveLearningRate(header, trainer.steps_done()));
     interval.Fill(row, sync.PayloadBytes());
     row.set_train_accuracy(
         trainer.model().Accuracy(trainer.parameters(), train, report.train_accuracy_samples));

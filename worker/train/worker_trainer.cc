@@ -1,6 +1,9 @@
 #include "worker/train/worker_trainer.h"
 
+#include <algorithm>
 #include <chrono>
+
+#include "absl/strings/str_cat.h"
 
 namespace testbed {
 namespace {
@@ -10,6 +13,30 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 }  // namespace
+
+absl::StatusOr<proto::Optimizer> TrainingOptimizer(const TrainConfig& config, int workers) {
+  double rate = config.learning_rate;
+  if (config.lr_scaling == "linear") {
+    rate *= workers;
+  } else if (config.lr_scaling != "none") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown --lr-scaling '", config.lr_scaling,
+                                                   "' (choose from none, linear)"));
+  }
+  if (config.warmup_steps < 0) {
+    return absl::InvalidArgumentError("--warmup-steps must not be negative");
+  }
+  if (config.warmup_steps > 0 && config.optimizer == "adam") {
+    return absl::InvalidArgumentError(
+        "--warmup-steps needs sgd or momentum: Adam's update does not depend on the gradient's "
+        "scale, and warmup scales the gradient");
+  }
+  return OptimizerConfig(config.optimizer, rate, config.momentum);
+}
+
+float WarmupFactor(std::int64_t step, std::int64_t warmup_steps) {
+  if (warmup_steps <= 0 || step >= warmup_steps) return 1.0f;
+  return static_cast<float>(static_cast<double>(step) / static_cast<double>(warmup_steps));
+}
 
 std::vector<int> WorkerTrainer::LayerSizes(const TrainConfig& config, const Dataset& data) {
   std::vector<int> sizes{data.features()};
@@ -43,6 +70,7 @@ absl::StatusOr<StepStats> WorkerTrainer::Step(GradientSync& sync) {
     batch_inputs_.col(static_cast<Eigen::Index>(i)) = train_.inputs.col(indices[i]);
     batch_labels_[i] = train_.labels[indices[i]];
   }
+  sync.SetLearningRateFactor(WarmupFactor(steps_done_ + 1, config_.warmup_steps));
   sync.BeginBackward(steps_done_ + 1, gradient_);
   stats.loss = model_.LossAndGradient(parameters_, batch_inputs_, batch_labels_, gradient_,
                                       [&](int layer) {

@@ -29,7 +29,22 @@ struct TrainConfig {
   int epochs = 1;
   std::int64_t steps = 0;           // when > 0, instead of epochs
   std::uint64_t seed = 1;           // initial parameters and the order of samples
+  // Learning-rate scaling for N workers (Goyal et al. 2017): "none", or
+  // "linear": the rate times N, as the global batch is N times larger.
+  std::string lr_scaling = "none";
+  // Steps over which the rate ramps up linearly: step t of the first K runs
+  // at t/K of it (0: none).
+  std::int64_t warmup_steps = 0;
 };
+
+// The optimizer rule of `config` for `workers` workers: its rate scaled by
+// lr_scaling. Refuses an unknown rule or scaling by name, and warmup with
+// Adam, whose update does not depend on the gradient's scale (warmup scales
+// the gradient: gradient_sync.h).
+absl::StatusOr<proto::Optimizer> TrainingOptimizer(const TrainConfig& config, int workers);
+
+// The fraction of the rate step `step` (from 1) runs at: min(1, step / K).
+float WarmupFactor(std::int64_t step, std::int64_t warmup_steps);
 
 struct StepStats {
   float loss = 0;  // this worker's batch

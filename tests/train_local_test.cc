@@ -1,0 +1,113 @@
+// `testbed train`'s local deployment on a toy data set: the parameter server
+// is real testbed-server daemons (S = 1 and S = 2: the coordinator and a
+// shard joined to it), started and ended by the run, and it trains the same
+// as ring over UCX - step for step the same loss and accuracy, since both
+// equal one worker with the global batch (tests/train_sync_test.cc).
+//
+// Tolerance: 1e-4 on worker 0's mean batch loss (parameters agree within
+// 1e-5, see train_sync_test.cc; the loss of a 4-class softmax moves by less
+// than 10x that).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "experiments/cluster/local_training.h"
+
+namespace testbed {
+namespace {
+
+// 13 features, 4 classes, 40 samples, for training and testing alike.
+TrainTestSplit ToyData() {
+  std::mt19937 random(42);
+  std::uniform_real_distribution<float> value(0.0f, 1.0f);
+  Dataset data;
+  data.classes = 4;
+  data.inputs.resize(13, 40);
+  for (int s = 0; s < 40; ++s) {
+    for (int f = 0; f < 13; ++f) data.inputs(f, s) = value(random);
+    data.labels.push_back(s % data.classes);
+  }
+  return TrainTestSplit{data, data};
+}
+
+LocalTrainingOptions Options(const std::string& sync, int servers) {
+  LocalTrainingOptions options;
+  options.workers = 3;
+  options.servers = servers;
+  options.sync = sync;
+  options.train.hidden = {9, 7};
+  options.train.batch = 3;
+  options.train.optimizer = "momentum";
+  options.train.learning_rate = 0.2;
+  options.train.steps = 5;
+  options.report.every_steps = 1;
+  options.report.train_accuracy_samples = 0;
+  return options;
+}
+
+std::vector<proto::TrainingRow> Train(const LocalTrainingOptions& options,
+                                      const TrainTestSplit& data) {
+  std::vector<proto::TrainingRow> rows;
+  const absl::Status status =
+      RunLocalTraining(options, data, [&](const proto::TrainingRow& row) { rows.push_back(row); });
+  EXPECT_TRUE(status.ok()) << status;
+  return rows;
+}
+
+TEST(TrainLocalTest, ParameterServerDaemonsTrainLikeRing) {
+  const TrainTestSplit data = ToyData();
+  const std::vector<proto::TrainingRow> ring = Train(Options("ring", 1), data);
+  ASSERT_EQ(ring.size(), 6u);  // five progress rows and the run's
+  for (int servers : {1, 2}) {
+    const std::vector<proto::TrainingRow> ps = Train(Options("ps", servers), data);
+    ASSERT_EQ(ps.size(), ring.size()) << servers << " servers";
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      EXPECT_NEAR(ps[i].loss(), ring[i].loss(), 1e-4) << servers << " servers, row " << i;
+      EXPECT_EQ(ps[i].test_accuracy(), ring[i].test_accuracy()) << servers << " servers";
+    }
+    const proto::TrainingRow& run = ps.back();
+    EXPECT_EQ(run.deployment(), "local-threads+server-daemons");
+    EXPECT_EQ(run.servers(), static_cast<std::uint32_t>(servers));
+    // Push the gradient and pull the parameters, whatever the shards' split.
+    EXPECT_EQ(run.payload_bytes(), 2u * 4 * run.parameters());
+  }
+}
+
+// The rows say what was compressed and what it cost: ring's fp16 is an
+// all-gather of halves (at N = 3 a rank sends its chunk twice and receives
+// two); the parameter server takes dense float32, so its bytes stay whole.
+TEST(TrainLocalTest, RowsCarryCompressedAndDenseBytes) {
+  const TrainTestSplit data = ToyData();
+  LocalTrainingOptions options = Options("ring", 1);
+  options.compress = "fp16";
+  const proto::TrainingRow ring = Train(options, data).back();
+  const auto parameters = static_cast<std::uint64_t>(ring.parameters());
+  EXPECT_EQ(ring.compress(), "fp16");
+  EXPECT_EQ(ring.dense_gradient_bytes(), 4 * parameters);
+  EXPECT_EQ(ring.payload_bytes(), 4 * 4 * ((parameters + 1) / 2));
+  options = Options("ps", 1);
+  options.compress = "topk:0.5";
+  const proto::TrainingRow ps = Train(options, data).back();
+  EXPECT_EQ(ps.compress(), "topk:0.5");
+  EXPECT_EQ(ps.payload_bytes(), 2 * 4 * parameters);
+}
+
+TEST(TrainLocalTest, RefusesBadCompressionByName) {
+  LocalTrainingOptions options = Options("ring", 1);
+  options.compress = "topk:2";
+  const absl::Status status =
+      RunLocalTraining(options, ToyData(), [](const proto::TrainingRow&) {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("--compress 'topk:2'"), std::string::npos) << status;
+}
+
+TEST(TrainLocalTest, RefusesNoServers) {
+  const absl::Status status =
+      RunLocalTraining(Options("ps", 0), ToyData(), [](const proto::TrainingRow&) {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("--servers"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace testbed
