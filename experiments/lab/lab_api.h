@@ -34,7 +34,7 @@ struct LabInfo {
 LabResponse LabInfoResponse(const LabInfo& info);
 // GET /api/collectives: the registry, in its order.
 LabResponse CollectivesResponse();
-// GET /api/trace?collective=ring&n=4&count=8: lab_trace.h's JSON.
+// GET /api/trace?collective=ring&n=4&count=8[&servers=S]: lab_trace.h's JSON.
 LabResponse TraceResponse(const LabParams& params);
 // GET /api/memory?params=7e9&gpus=8[&stages=4&micro_batches=8]: lab_memory.h's JSON.
 LabResponse MemoryResponse(const LabParams& params);
