@@ -83,7 +83,10 @@ TEST(LabApi, CollectivesComeFromTheRegistry) {
   for (std::size_t i = 0; i < AllCollectives().size(); ++i) {
     const Value& entry = list.list_value().values(static_cast<int>(i));
     EXPECT_EQ(Field(entry, "name").string_value(), AllCollectives()[i].name);
-    EXPECT_EQ(Field(entry, "traceable").bool_value(), AllCollectives()[i].has_schedule());
+    // Scheduled ones from the executor, the parameter server from its protocol.
+    EXPECT_TRUE(Field(entry, "traceable").bool_value()) << AllCollectives()[i].name;
+    EXPECT_EQ(Field(entry, "parameter_server").bool_value(),
+              AllCollectives()[i].runs_on_parameter_server());
   }
 }
 

@@ -159,7 +159,8 @@ LabResponse CollectivesResponse() {
         "{\"name\":", JsonString(c.name), ",\"semantics\":", JsonString(Name(c.semantics)),
         ",\"summary\":", JsonString(c.summary), ",\"formula\":", JsonString(c.formula),
         ",\"bottleneck\":", JsonString(c.bottleneck),
-        ",\"traceable\":", c.has_schedule() ? "true" : "false", "}"));
+        ",\"traceable\":", c.has_schedule() || c.runs_on_parameter_server() ? "true" : "false",
+        ",\"parameter_server\":", c.runs_on_parameter_server() ? "true" : "false", "}"));
   }
   return {.body = absl::StrCat("[", absl::StrJoin(entries, ","), "]")};
 }

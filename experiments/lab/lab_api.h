@@ -32,7 +32,8 @@ struct LabInfo {
 
 // GET /api/lab: {"max_workers", "runs_on", "link_gbit"}.
 LabResponse LabInfoResponse(const LabInfo& info);
-// GET /api/collectives: the registry, in its order.
+// GET /api/collectives: the registry, in its order; "traceable" (every scheduled
+// collective, and ps from its protocol) and "parameter_server" (takes servers=S).
 LabResponse CollectivesResponse();
 // GET /api/trace?collective=ring&n=4&count=8[&servers=S]: lab_trace.h's JSON.
 LabResponse TraceResponse(const LabParams& params);
