@@ -83,7 +83,10 @@ TEST(LabApi, CollectivesComeFromTheRegistry) {
   for (std::size_t i = 0; i < AllCollectives().size(); ++i) {
     const Value& entry = list.list_value().values(static_cast<int>(i));
     EXPECT_EQ(Field(entry, "name").string_value(), AllCollectives()[i].name);
-    EXPECT_EQ(Field(entry, "traceable").bool_value(), AllCollectives()[i].has_schedule());
+    // Scheduled ones from the executor, the parameter server from its protocol.
+    EXPECT_TRUE(Field(entry, "traceable").bool_value()) << AllCollectives()[i].name;
+    EXPECT_EQ(Field(entry, "parameter_server").bool_value(),
+              AllCollectives()[i].runs_on_parameter_server());
   }
 }
 
@@ -124,7 +127,102 @@ TEST(LabApi, BadTraceInputIsOneLineAndA400) {
   ExpectBadRequest(TraceResponse({{"n", "4x"}}), "whole number");
   ExpectBadRequest(TraceResponse({{"count", "0"}}), "count must be");
   ExpectBadRequest(TraceResponse({{"collective", "nope"}}), "unknown collective 'nope'");
-  ExpectBadRequest(TraceResponse({{"collective", "ps"}}), "no schedule");
+  ExpectBadRequest(TraceResponse({{"collective", "ps"}, {"n", "4"}, {"servers", "5"}}),
+                   "servers must be 1..4 (n), not 5");
+  ExpectBadRequest(TraceResponse({{"collective", "ps"}, {"servers", "0"}}), "servers must be 1..");
+  ExpectBadRequest(TraceResponse({{"collective", "ps"}, {"servers", "two"}}), "whole number");
+}
+
+Value PsTrace(int n, int servers, int count) {
+  const LabResponse response =
+      TraceResponse({{"collective", "ps"}, {"n", absl::StrCat(n)},
+                     {"servers", absl::StrCat(servers)}, {"count", absl::StrCat(count)}});
+  EXPECT_EQ(response.status, 200) << response.body;
+  return Parse(response.body);
+}
+
+std::vector<int> HoldsOf(const Value& node) {
+  std::vector<int> holds;
+  for (const Value& mask : node.list_value().values()) {
+    holds.push_back(Popcount(mask.number_value()));
+  }
+  return holds;
+}
+
+// Node `i` of a round's (or the initial) buffers, as ranks held per element.
+std::vector<int> Holds(const Value& buffers, int i) {
+  return HoldsOf(buffers.list_value().values(i));
+}
+
+TEST(LabApi, PsTraceOneShardPushesThenPullsAndMovesTwoNM) {
+  const Value trace = PsTrace(4, 1, 8);
+  EXPECT_EQ(Field(trace, "source").string_value(), "protocol");
+  EXPECT_NE(Field(trace, "note").string_value().find("not recorded from a run"), std::string::npos);
+  EXPECT_EQ(Field(trace, "servers").number_value(), 1);
+  const auto& rounds = Field(trace, "rounds").list_value().values();
+  ASSERT_EQ(rounds.size(), 2);
+  EXPECT_EQ(Field(rounds[0], "phase").string_value(), "push");
+  EXPECT_EQ(Field(rounds[1], "phase").string_value(), "pull");
+  const auto& push = Field(rounds[0], "messages").list_value().values();
+  ASSERT_EQ(push.size(), 4);  // every worker to the one shard, node 4
+  for (const Value& m : push) {
+    EXPECT_EQ(Field(m, "to").number_value(), 4);
+    EXPECT_EQ(Field(m, "count").number_value(), 8);
+    EXPECT_EQ(Field(m, "action").string_value(), "reduce");
+  }
+  EXPECT_EQ(Field(rounds[1], "messages").list_value().values_size(), 4);
+  // M = 8 float64 = 64 bytes: N*M pushed, N*M pulled: the registry's 2NM.
+  EXPECT_EQ(Field(rounds[0], "bytes_so_far").number_value(), 4 * 64);
+  EXPECT_EQ(Field(rounds[1], "bytes_so_far").number_value(),
+            FindCollective("ps")->formula_bytes(4, 64));
+  const std::vector<int> none(8, 0), own(8, 1), all(8, 4);
+  const Value& initial = Field(trace, "initial");
+  ASSERT_EQ(initial.list_value().values_size(), 5);  // 4 workers, then the shard
+  for (int w = 0; w < 4; ++w) EXPECT_EQ(Holds(initial, w), own) << "worker " << w;
+  EXPECT_EQ(Holds(initial, 4), none);
+  for (int w = 0; w < 4; ++w) EXPECT_EQ(Holds(Field(rounds[0], "buffers"), w), own);
+  EXPECT_EQ(Holds(Field(rounds[0], "buffers"), 4), all);  // the shard holds the sum
+  for (int node = 0; node < 5; ++node) EXPECT_EQ(Holds(Field(rounds[1], "buffers"), node), all);
+}
+
+TEST(LabApi, PsTraceTwoShardsEachTakeTheirSlice) {
+  const Value trace = PsTrace(4, 2, 8);
+  const auto& slices = Field(trace, "server_slices").list_value().values();
+  ASSERT_EQ(slices.size(), 2);
+  EXPECT_EQ(slices[0].list_value().values(1).number_value(), 4);  // [0,4) and [4,8)
+  const auto& rounds = Field(trace, "rounds").list_value().values();
+  ASSERT_EQ(rounds.size(), 2);
+  for (const Value& round : rounds) {
+    EXPECT_EQ(Field(round, "messages").list_value().values_size(), 8);  // N*S
+    for (const Value& m : Field(round, "messages").list_value().values()) {
+      EXPECT_EQ(Field(m, "count").number_value(), 4);
+    }
+  }
+  EXPECT_EQ(Holds(Field(rounds[0], "buffers"), 4), (std::vector<int>{4, 4, 4, 4, 0, 0, 0, 0}));
+  EXPECT_EQ(Holds(Field(rounds[0], "buffers"), 5), (std::vector<int>{0, 0, 0, 0, 4, 4, 4, 4}));
+  EXPECT_EQ(Holds(Field(rounds[0], "buffers"), 0), std::vector<int>(8, 1));
+  EXPECT_EQ(Holds(Field(rounds[1], "buffers"), 0), std::vector<int>(8, 4));
+  EXPECT_EQ(Field(rounds[1], "bytes_so_far").number_value(),
+            FindCollective("ps")->formula_bytes(4, 64));
+}
+
+// Uneven slices, a shard with none (S > count), N = 1: still exactly 2NM.
+TEST(LabApi, PsTraceBytesMeetTheClosedFormForAnyShardsAndCount) {
+  for (int n : {1, 3, 4, 5}) {
+    for (int servers = 1; servers <= n; ++servers) {
+      for (int count : {1, 7, 8}) {
+        const Value trace = PsTrace(n, servers, count);
+        const auto& rounds = Field(trace, "rounds").list_value().values();
+        ASSERT_EQ(rounds.size(), 2);
+        EXPECT_EQ(Field(rounds[1], "bytes_so_far").number_value(),
+                  FindCollective("ps")->formula_bytes(n, count * 8))
+            << "n " << n << ", servers " << servers << ", count " << count;
+        for (int w = 0; w < n; ++w) {
+          EXPECT_EQ(Holds(Field(rounds[1], "buffers"), w), std::vector<int>(count, n));
+        }
+      }
+    }
+  }
 }
 
 TEST(LabApi, BadMemoryAndModelInputIsA400) {

@@ -159,7 +159,8 @@ LabResponse CollectivesResponse() {
         "{\"name\":", JsonString(c.name), ",\"semantics\":", JsonString(Name(c.semantics)),
         ",\"summary\":", JsonString(c.summary), ",\"formula\":", JsonString(c.formula),
         ",\"bottleneck\":", JsonString(c.bottleneck),
-        ",\"traceable\":", c.has_schedule() ? "true" : "false", "}"));
+        ",\"traceable\":", c.has_schedule() || c.runs_on_parameter_server() ? "true" : "false",
+        ",\"parameter_server\":", c.runs_on_parameter_server() ? "true" : "false", "}"));
   }
   return {.body = absl::StrCat("[", absl::StrJoin(entries, ","), "]")};
 }
@@ -170,8 +171,12 @@ LabResponse TraceResponse(const LabParams& params) {
   if (!n.ok()) return BadRequest(n.status().message());
   absl::StatusOr<std::int64_t> count = IntParam(params, "count", 1, kLabMaxTraceCount, 8);
   if (!count.ok()) return BadRequest(count.status().message());
-  absl::StatusOr<std::string> json =
-      LabTraceJson(name == nullptr ? "ring" : *name, static_cast<int>(*n), *count);
+  // S, the parameter server's shards; LabTraceJson holds it to 1..N for ps.
+  absl::StatusOr<std::int64_t> servers = IntParam(params, "servers", 1, kLabMaxWorkers, 1);
+  if (!servers.ok()) return BadRequest(servers.status().message());
+  absl::StatusOr<std::string> json = LabTraceJson(name == nullptr ? "ring" : *name,
+                                                  static_cast<int>(*n), *count,
+                                                  static_cast<int>(*servers));
   if (!json.ok()) return BadRequest(json.status().message());
   return {.body = *std::move(json)};
 }

@@ -32,9 +32,10 @@ struct LabInfo {
 
 // GET /api/lab: {"max_workers", "runs_on", "link_gbit"}.
 LabResponse LabInfoResponse(const LabInfo& info);
-// GET /api/collectives: the registry, in its order.
+// GET /api/collectives: the registry, in its order; "traceable" (every scheduled
+// collective, and ps from its protocol) and "parameter_server" (takes servers=S).
 LabResponse CollectivesResponse();
-// GET /api/trace?collective=ring&n=4&count=8: lab_trace.h's JSON.
+// GET /api/trace?collective=ring&n=4&count=8[&servers=S]: lab_trace.h's JSON.
 LabResponse TraceResponse(const LabParams& params);
 // GET /api/memory?params=7e9&gpus=8[&stages=4&micro_batches=8]: lab_memory.h's JSON.
 LabResponse MemoryResponse(const LabParams& params);

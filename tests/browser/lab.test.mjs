@@ -135,7 +135,7 @@ test('ring N=4: every round\'s block colours match /api/trace', async () => {
       assert.equal(b.holds, holds, `round ${round}, rank ${b.rank}, element ${b.element}`);
       assert.equal(b.fill, legend[holds], `round ${round}, rank ${b.rank}, element ${b.element}`);
     }
-    const arrows = await page.$$eval('line.message', l => l.length);
+    const arrows = await page.$$eval('#trace-svg .message', l => l.length);
     assert.equal(arrows, round < 0 ? 0 : trace.rounds[round].messages.length);
   }
   // The end: every block holds all four ranks, and the bytes meet the closed form.
@@ -243,7 +243,59 @@ test('ranks are laid out by who talks to whom: trees hang from the root, rings c
     for (let r = 1; r < 8; r++) assert.ok(top[0] < top[r], `${collective}: rank 0 above rank ${r}`);
   }
   assert.equal((await layoutOf('ring', 4)).kind, 'circle');
-  assert.equal((await layoutOf('butterfly', 8)).kind, 'circle');
+  // Pairwise exchanges r <-> r XOR 2^k every round: the hypercube's grid, where
+  // each round's partners share a row or a column.
+  for (const collective of ['butterfly', 'halving-doubling']) {
+    const { kind, top } = await layoutOf(collective, 8);
+    assert.equal(kind, 'butterfly', collective);
+    assert.equal(top[0], top[1], `${collective}: rank 0 and its bit-0 partner share a row`);
+    assert.notEqual(top[0], top[2], `${collective}: rank 2 (bit 1) sits on another row`);
+  }
+  // At N = 6 the butterfly first folds ranks 4 and 5 in, one way: no longer pairwise.
+  assert.equal((await layoutOf('butterfly', 6)).kind, 'circle');
+  assert.deepEqual(pageErrors, []);
+});
+
+test('ps N=4: a star of workers round the shards, every block full after the pull', async () => {
+  const blocksShown = count => page.waitForFunction(
+      k => document.querySelectorAll('rect.block').length === k, {}, count);
+  await page.select('#trace-collective', 'ps');
+  assert.equal(await page.$eval('#trace-servers-field', e => e.hidden), false);
+  await setValue('#trace-n', '4');
+  await setValue('#trace-count', '8');
+  await setValue('#trace-servers', '1');
+  await page.click('#trace-load');
+  await blocksShown(4 * 8 + 8);  // four workers, then the one shard's slice: all 8
+  assert.equal(await page.$eval('#trace-svg', e => e.dataset.layout), 'star');
+  assert.equal(await page.$eval('#trace-source', e => e.dataset.source), 'protocol');
+  assert.match(await text('#trace-source'), /built from its protocol/);
+  const labels = await page.$$eval('#trace-svg text.server', l => l.map(t => t.textContent));
+  assert.deepEqual(labels, ['server 0']);
+  const trace = await api('/api/trace?collective=ps&n=4&count=8&servers=1');
+  for (let round = 0; round < 2; round++) {
+    await page.click('#trace-next');
+    await page.waitForFunction(
+        r => document.querySelector('#trace-round').dataset.round === String(r), {}, round);
+    assert.equal(await page.$$eval('#trace-svg .message', l => l.length), 4,
+                 `round ${round}: one message per worker`);
+  }
+  const holds = await page.$$eval('rect.block', l => l.map(b => Number(b.dataset.holds)));
+  assert.deepEqual(holds, Array(40).fill(4), 'after the pull every block holds all four');
+  assert.match(await text('#trace-bytes'), new RegExp(`^${trace.formula_bytes} bytes sent`));
+  assert.equal(trace.formula_bytes, 2 * 4 * 64, '2NM');
+
+  await setValue('#trace-servers', '2');
+  await page.click('#trace-load');
+  await page.waitForFunction(
+      () => document.querySelectorAll('#trace-svg text.server').length === 2);
+  assert.equal(await page.$eval('#trace-svg', e => e.dataset.layout), 'star');
+  await setValue('#trace-servers', '5');
+  await page.click('#trace-load');
+  await page.waitForFunction(() => document.querySelector('#trace-message').textContent !== '');
+  assert.match(await text('#trace-message'), /servers must be 1\.\.4/);
+  await setValue('#trace-servers', '1');
+  await page.select('#trace-collective', 'ring');
+  assert.equal(await page.$eval('#trace-servers-field', e => e.hidden), true);
   assert.deepEqual(pageErrors, []);
 });
 

@@ -21,7 +21,7 @@ async function start() {
   const collectives = await api('/api/collectives');
   fillCollectives($('trace-collective'), collectives, c => c.traceable, 'ring');
   fillCollectives($('run-collective'), collectives, () => true, 'ring');
-  setUpTrace();
+  setUpTrace(collectives);
   setUpMeasure();
   setUpZeroTraffic();
   await Promise.all([loadTrace(), setUpMemory(), refreshResults()]);

@@ -2,10 +2,12 @@
 // round. Each rank shows its buffer as a row of blocks; a block's colour says
 // how many ranks' contributions it holds (the popcount of its value, which is
 // a bitmask: rank r starts with 2^r). The round's messages are arrows from
-// sender to receiver. Where ranks sit is read off the trace, not a list of
-// names: when the pairs that ever talk form a tree (tree, broadcast, reduce),
-// ranks hang in levels below the root; otherwise they sit on a circle.
+// sender to receiver. Where ranks sit is read off the trace's messages
+// (trace_layout.js): a star, a tree, a butterfly's grid or a circle. The
+// parameter server's trace comes from its protocol, not from the executor (it
+// runs through gRPC): its shards are nodes after the ranks, and the page says so.
 import { api, $, svgElement } from './api.js';
+import { layOut } from './trace_layout.js';
 
 // Colour by share of ranks held: empty grey, then light to dark blue, and
 // green once a block holds all N. data-holds carries the count for tests.
@@ -21,90 +23,63 @@ export const popcount = mask => { let n = 0; for (; mask; mask &= mask - 1) n++;
 let trace = null;   // the /api/trace answer shown
 let round = -1;     // -1: before round 0
 let timer = null;   // play
-let positions = []; // per rank: {x, y}, from layOut()
+let layout = null;  // from layOut(): {kind, positions per node, bend}
+let parameterServers = new Set();  // collectives whose trace takes servers=S
 let latest = 0;     // the newest /api/trace request: a late older answer is dropped
 
 function buffersAt(k) { return k < 0 ? trace.initial : trace.rounds[k].buffers; }
 
-// Depth of every rank below rank 0 when the pairs that exchange messages form
-// a tree (N - 1 distinct pairs, all connected), and the ranks in the order a
-// breadth-first walk finds them (children of a left parent first); null otherwise.
-function treeDepths(trace) {
-  const neighbours = Array.from({ length: trace.workers }, () => new Set());
-  for (const round of trace.rounds) {
-    for (const m of round.messages) { neighbours[m.from].add(m.to); neighbours[m.to].add(m.from); }
-  }
-  const pairs = neighbours.reduce((sum, n) => sum + n.size, 0) / 2;
-  if (trace.workers < 3 || pairs !== trace.workers - 1) return null;
-  const depth = Array(trace.workers).fill(-1);
-  depth[0] = 0;
-  const order = [0];
-  for (let i = 0; i < order.length; i++) {
-    for (const next of [...neighbours[order[i]]].sort((a, b) => a - b)) {
-      if (depth[next] < 0) { depth[next] = depth[order[i]] + 1; order.push(next); }
-    }
-  }
-  return depth.includes(-1) ? null : { depth, order };
+const isShard = node => node >= trace.workers;
+const nodeName = node => (isShard(node) ? `server ${node - trace.workers}` : `rank ${node}`);
+
+// The elements a node keeps: a rank all of them, a shard its slice.
+function elementsOf(node) {
+  if (!isShard(node)) return [0, trace.count];
+  return trace.server_slices[node - trace.workers];
 }
 
-function layOut(trace) {
-  const tree = treeDepths(trace);
-  if (tree) {
-    const { depth, order } = tree;
-    const levels = Math.max(...depth);
-    return {
-      kind: 'tree',
-      positions: depth.map((d, rank) => {
-        const level = order.filter(r => depth[r] === d);
-        return { x: (900 * (level.indexOf(rank) + 0.5)) / level.length,
-                 y: 50 + (460 * d) / Math.max(1, levels) };
-      }),
-    };
-  }
-  return {
-    kind: 'circle',
-    positions: Array.from({ length: trace.workers }, (_, rank) => {
-      const angle = -Math.PI / 2 + (2 * Math.PI * rank) / trace.workers;
-      return { x: 450 + 330 * Math.cos(angle), y: 280 + 220 * Math.sin(angle) };
-    }),
-  };
-}
-
-const rankPosition = rank => positions[rank];
-
-function drawRank(svg, rank, masks) {
-  const { x, y } = rankPosition(rank);
-  const width = Math.min(16, 150 / trace.count);
-  const left = x - (width * trace.count) / 2;
-  svg.append(svgElement('text', { x, y: y - 14, 'text-anchor': 'middle', 'font-size': 13 },
-                        `rank ${rank}`));
-  masks.forEach((mask, element) => {
-    const holds = popcount(mask);
+function drawNode(svg, node, masks) {
+  const { x, y } = layout.positions[node];
+  const nodes = trace.workers + trace.servers;
+  const width = Math.min(16, (nodes > 8 ? 100 : 150) / trace.count);
+  const [begin, end] = elementsOf(node);
+  const left = x - (width * (end - begin)) / 2;
+  svg.append(svgElement('text', { x, y: y - 14, 'text-anchor': 'middle', 'font-size': 13,
+                                  class: isShard(node) ? 'server' : 'rank' }, nodeName(node)));
+  for (let element = begin; element < end; element++) {
+    const holds = popcount(masks[element]);
     const block = svgElement('rect', {
-      class: 'block', x: left + element * width, y: y - 8, width: width - 1, height: 18,
+      class: 'block', x: left + (element - begin) * width, y: y - 8, width: width - 1, height: 18,
       fill: holdsColour(holds, trace.workers), stroke: '#666', 'stroke-width': 0.5,
-      'data-rank': rank, 'data-element': element, 'data-holds': holds,
+      'data-rank': node, 'data-element': element, 'data-holds': holds,
     });
-    block.append(svgElement('title', {}, `rank ${rank}, element ${element}: holds ${holds} of ${trace.workers}`));
+    block.append(svgElement('title', {},
+      `${nodeName(node)}, element ${element}: holds ${holds} of ${trace.workers}`));
     svg.append(block);
-  });
+  }
 }
 
+// An arrow from sender to receiver, bowed to its left by layout.bend of its
+// length, so the two arrows of an exchange do not lie on one another.
 function drawMessage(svg, message) {
-  const from = rankPosition(message.from);
-  const to = rankPosition(message.to);
+  const from = layout.positions[message.from];
+  const to = layout.positions[message.to];
   const dx = to.x - from.x, dy = to.y - from.y, length = Math.hypot(dx, dy) || 1;
   const inset = Math.min(40, length / 3);
-  const line = svgElement('line', {
-    class: 'message', x1: from.x + (dx / length) * inset, y1: from.y + 14 + (dy / length) * inset,
-    x2: to.x - (dx / length) * inset, y2: to.y + 14 - (dy / length) * inset,
+  const x1 = from.x + (dx / length) * inset, y1 = from.y + 14 + (dy / length) * inset;
+  const x2 = to.x - (dx / length) * inset, y2 = to.y + 14 - (dy / length) * inset;
+  const bow = layout.bend * length;
+  const cx = (x1 + x2) / 2 + (dy / length) * bow, cy = (y1 + y2) / 2 - (dx / length) * bow;
+  const arrow = svgElement('path', {
+    class: 'message', d: `M${x1},${y1} Q${cx},${cy} ${x2},${y2}`, fill: 'none',
     stroke: message.action === 'reduce' ? '#c62828' : '#1565c0', 'stroke-width': 2,
     'marker-end': 'url(#arrow)', 'data-from': message.from, 'data-to': message.to,
   });
-  line.append(svgElement('title', {},
-    `rank ${message.from} -> rank ${message.to}: [${message.offset},${message.offset + message.count}) ` +
+  arrow.append(svgElement('title', {},
+    `${nodeName(message.from)} -> ${nodeName(message.to)}: ` +
+    `[${message.offset},${message.offset + message.count}) ` +
     (message.action === 'reduce' ? 'added in' : 'stored')));
-  svg.append(line);
+  svg.append(arrow);
 }
 
 function draw() {
@@ -115,7 +90,7 @@ function draw() {
   const defs = svgElement('defs');
   defs.append(marker);
   svg.replaceChildren(defs);
-  buffersAt(round).forEach((masks, rank) => drawRank(svg, rank, masks));
+  buffersAt(round).forEach((masks, node) => drawNode(svg, node, masks));
   if (round >= 0) trace.rounds[round].messages.forEach(m => drawMessage(svg, m));
 
   const total = trace.rounds.length;
@@ -126,7 +101,8 @@ function draw() {
   const sent = round < 0 ? 0 : trace.rounds[round].bytes_so_far;
   $('trace-bytes').textContent =
     `${sent} bytes sent so far; closed form ${trace.formula} = ${trace.formula_bytes} bytes ` +
-    `in ${trace.formula_rounds} rounds (${trace.count} float64 elements per rank)`;
+    `in ${trace.formula_rounds} rounds (${trace.count} float64 elements per rank` +
+    (trace.servers > 0 ? `, ${trace.servers} server shard${trace.servers > 1 ? 's' : ''})` : ')');
   $('trace-prev').disabled = round < 0;
   $('trace-next').disabled = round >= total - 1;
 }
@@ -149,9 +125,10 @@ function stop() { clearInterval(timer); timer = null; $('trace-play').textConten
 
 export async function loadTrace() {
   stop();
-  const query = new URLSearchParams({
-    collective: $('trace-collective').value, n: $('trace-n').value, count: $('trace-count').value,
-  });
+  const collective = $('trace-collective').value;
+  const query = new URLSearchParams({ collective, n: $('trace-n').value,
+                                      count: $('trace-count').value });
+  if (parameterServers.has(collective)) query.set('servers', $('trace-servers').value);
   const request = ++latest;
   try {
     const answer = await api(`/api/trace?${query}`);
@@ -163,9 +140,10 @@ export async function loadTrace() {
     return;
   }
   round = -1;
-  const layout = layOut(trace);
-  positions = layout.positions;
+  layout = layOut(trace);
   $('trace-svg').dataset.layout = layout.kind;
+  $('trace-source').textContent = trace.note;
+  $('trace-source').dataset.source = trace.source;
   drawLegend(trace.workers);
   draw();
 }
@@ -176,7 +154,15 @@ export function step(by) {
   draw();
 }
 
-export function setUpTrace() {
+// Shows the S field only for a collective that runs on the parameter server.
+function showServersField() {
+  $('trace-servers-field').hidden = !parameterServers.has($('trace-collective').value);
+}
+
+export function setUpTrace(collectives) {
+  parameterServers = new Set(collectives.filter(c => c.parameter_server).map(c => c.name));
+  $('trace-collective').addEventListener('change', showServersField);
+  showServersField();
   $('trace-form').addEventListener('submit', event => { event.preventDefault(); loadTrace(); });
   $('trace-prev').addEventListener('click', () => { stop(); step(-1); });
   $('trace-next').addEventListener('click', () => { stop(); step(1); });
