@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "tests/cli_runner.h"
 #include "tests/integration/process_runner.h"
+#include "tests/lab_http.h"
 
 namespace testbed {
 namespace {
@@ -157,22 +158,6 @@ int LabPort(const std::string& stdout_path) {
   return -1;
 }
 
-// Polls GET `path` (/api/run?id=1) until the run is done or failed; returns its JSON.
-std::string WaitForRun(httplib::Client& client, const std::string& path = "/api/run?id=1") {
-  std::string body;
-  for (int tries = 0; tries < 600; ++tries) {
-    if (auto got = client.Get(path); got && got->status == 200) {
-      body = got->body;
-      if (body.find("\"state\":\"done\"") != std::string::npos ||
-          body.find("\"state\":\"failed\"") != std::string::npos) {
-        return body;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return body;
-}
-
 TEST(LabCommand, RunsOnDaemonsAlreadyRunning) {
   setenv("TESTBED_JOB_ID", "lab-compose", 1);
   setenv("TESTBED_TOKEN", "classroom", 1);
@@ -204,14 +189,14 @@ TEST(LabCommand, RunsOnDaemonsAlreadyRunning) {
       client.Post("/api/run?collective=ring&n=2&bytes=4KiB&iters=2", "", "text/plain");
   ASSERT_TRUE(posted);
   ASSERT_EQ(posted->status, 202) << posted->body;
-  const std::string run = WaitForRun(client);
+  const std::string run = testing::WaitForLabRun(client);
   EXPECT_NE(run.find("\"state\":\"done\""), std::string::npos) << run;
   EXPECT_TRUE(std::regex_search(run, std::regex(R"("wrong": ?0\b)"))) << run;
   // The Memory part's measured traffic: ZeRO stage 3 moves 1.5 times DDP's bytes, exactly.
   posted = client.Post("/api/zero-traffic?n=2&bytes=64KiB&iters=2", "", "text/plain");
   ASSERT_TRUE(posted);
   ASSERT_EQ(posted->status, 202) << posted->body;
-  const std::string zero = WaitForRun(client, "/api/zero-traffic?id=2");
+  const std::string zero = testing::WaitForLabRun(client, "/api/zero-traffic?id=2");
   EXPECT_NE(zero.find("\"state\":\"done\""), std::string::npos) << zero;
   // RS + 2 AG = 3(N-1)M = 196608 bytes for N = 2, M = 64 KiB.
   const std::string stage3 =

@@ -17,24 +17,16 @@
 #include <httplib.h>
 #include <gtest/gtest.h>
 
+#include "tests/cli_runner.h"
 #include "tests/integration/process_runner.h"
+#include "tests/lab_http.h"
 
 namespace testbed {
 namespace {
 
 using testing::ReadFile;
+using testing::ShellOutput;
 using testing::TestbedProcess;
-
-std::string Output(const std::string& command) {
-  std::string text;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    std::size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) text.append(buffer, n);
-    pclose(pipe);
-  }
-  return text;
-}
 
 // Root and a kernel that lets us make namespaces; else the suite is skipped.
 bool CanBuildNamespaces() {
@@ -45,7 +37,7 @@ bool CanBuildNamespaces() {
 }
 
 int NamespacesTagged(const std::string& tag) {
-  const std::string list = Output("ip netns list 2>/dev/null");
+  const std::string list = ShellOutput("ip netns list 2>/dev/null");
   int count = 0;
   for (std::size_t at = list.find(tag + "-"); at != std::string::npos;
        at = list.find(tag + "-", at + 1)) {
@@ -65,21 +57,6 @@ int LabPort(const std::string& stdout_path) {
   return -1;
 }
 
-std::string WaitForRun(httplib::Client& client) {
-  std::string body;
-  for (int tries = 0; tries < 900; ++tries) {
-    if (auto got = client.Get("/api/run?id=1"); got && got->status == 200) {
-      body = got->body;
-      if (body.find("\"state\":\"done\"") != std::string::npos ||
-          body.find("\"state\":\"failed\"") != std::string::npos) {
-        return body;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return body;
-}
-
 TEST(LabNetns, ARunCrossesTheEmulatedLinksAndTheNamespacesGoAtTheEnd) {
   if (!CanBuildNamespaces()) GTEST_SKIP() << "needs root and network namespaces";
   const std::string dir = testing::TempDir("lab_netns_test");
@@ -96,7 +73,7 @@ TEST(LabNetns, ARunCrossesTheEmulatedLinksAndTheNamespacesGoAtTheEnd) {
   auto posted = client.Post("/api/run?collective=ring&n=2&bytes=256KiB&iters=2", "", "text/plain");
   ASSERT_TRUE(posted);
   ASSERT_EQ(posted->status, 202) << posted->body;
-  const std::string run = WaitForRun(client);
+  const std::string run = testing::WaitForLabRun(client);
   EXPECT_NE(run.find("\"state\":\"done\""), std::string::npos) << run;
   EXPECT_TRUE(std::regex_search(run, std::regex(R"("wrong": ?0\b)"))) << run;
   // UCX went over each node's own link, and the rows say where they ran.
@@ -107,7 +84,7 @@ TEST(LabNetns, ARunCrossesTheEmulatedLinksAndTheNamespacesGoAtTheEnd) {
 
   ASSERT_EQ(kill(lab->pid(), SIGTERM), 0);
   EXPECT_EQ(lab->Wait(std::chrono::seconds(30)), 0) << ReadFile(dir + "/stderr");
-  EXPECT_EQ(NamespacesTagged(tag), 0) << Output("ip netns list");
+  EXPECT_EQ(NamespacesTagged(tag), 0) << ShellOutput("ip netns list");
   EXPECT_FALSE(std::filesystem::exists("/sys/class/net/" + tag + "h"));
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "experiments/cluster/netns_fabric.h"
+#include "tests/cli_runner.h"
 #include "tests/integration/process_runner.h"
 
 namespace testbed {
@@ -24,23 +25,13 @@ namespace {
 using testing::JsonField;
 using testing::Lines;
 using testing::TempDir;
+using testing::ShellOutput;
 using testing::TestbedProcess;
-
-std::string Output(const std::string& command) {
-  std::string text;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    std::size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) text.append(buffer, n);
-    pclose(pipe);
-  }
-  return text;
-}
 
 // Namespaces and root links whose names start with `prefix` ("tb123-", "tb123h").
 std::vector<std::string> Leftovers(const std::string& tag) {
   std::vector<std::string> found;
-  std::stringstream namespaces(Output("ip netns list 2>/dev/null"));
+  std::stringstream namespaces(ShellOutput("ip netns list 2>/dev/null"));
   for (std::string line; std::getline(namespaces, line);) {
     if (line.rfind(tag + "-", 0) == 0) found.push_back("netns " + line);
   }
@@ -76,20 +67,21 @@ TEST_F(NetnsTest, FabricLimitsEveryLinkBothWaysAndRemovesItAll) {
       addresses.insert(f.address_of(node));
       // The node's side limits what it sends...
       const std::string out =
-          Output("tc -n " + f.namespace_of(node) + " qdisc show dev eth0");
+          ShellOutput("tc -n " + f.namespace_of(node) + " qdisc show dev eth0");
       EXPECT_NE(out.find("tbf"), std::string::npos) << out;
       EXPECT_NE(out.find("rate 100Mbit"), std::string::npos) << out;
       // ...the bridge's side what it receives.
-      const std::string in = Output("tc -n " + f.hub_namespace() + " qdisc show dev n" +
-                                    std::to_string(node));
+      const std::string in =
+          ShellOutput("tc -n " + f.hub_namespace() + " qdisc show dev n" + std::to_string(node));
       EXPECT_NE(in.find("rate 100Mbit"), std::string::npos) << in;
-      const std::string addr = Output("ip -n " + f.namespace_of(node) + " -4 addr show dev eth0");
+      const std::string addr =
+          ShellOutput("ip -n " + f.namespace_of(node) + " -4 addr show dev eth0");
       EXPECT_NE(addr.find(f.address_of(node) + "/24"), std::string::npos) << addr;
     }
     EXPECT_EQ(addresses.size(), 3u);
     // A node reaches another across the bridge: nobody listens on port 9, so
     // the answer is a refusal - not "no route" or a timeout.
-    const std::string reach = Output("ip netns exec " + f.namespace_of(0) +
+    const std::string reach = ShellOutput("ip netns exec " + f.namespace_of(0) +
                                      " timeout 10 bash -c 'exec 3<>/dev/tcp/" + f.address_of(1) +
                                      "/9' 2>&1");
     EXPECT_NE(reach.find("Connection refused"), std::string::npos) << reach;
