@@ -34,19 +34,6 @@ using testing::ReadFile;
 
 std::string ReadAll(const std::string& path) { return ReadFile(path); }
 
-// A TCP port nothing listens on now (the kernel's choice for port 0).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 // Every `command:` of a compose file, as words: the JSON-array form on one
 // line, and the folded (>-) form on the indented lines that follow it.
 std::vector<std::vector<std::string>> ComposeCommands(const std::string& yaml) {
@@ -163,7 +150,7 @@ TEST(LabCommand, RunsOnDaemonsAlreadyRunning) {
   setenv("TESTBED_TOKEN", "classroom", 1);
   setenv("UCX_NET_DEVICES", "lo", 1);
   const std::string dir = testing::TempDir("lab_cli_test");
-  const std::string coordinator = "127.0.0.1:" + std::to_string(FreePort());
+  const std::string coordinator = "127.0.0.1:" + std::to_string(testing::FreePort());
   std::filesystem::create_directories(dir + "/server");
   TestbedProcess server(TESTBED_SERVER_PATH, {"--listen", coordinator}, dir + "/server");
   std::vector<std::unique_ptr<TestbedProcess>> workers;

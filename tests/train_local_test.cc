@@ -9,25 +9,17 @@
 // than 10x that).
 #include <gtest/gtest.h>
 
-#include <random>
 #include <vector>
 
 #include "experiments/cluster/local_training.h"
+#include "tests/toy_training.h"
 
 namespace testbed {
 namespace {
 
-// 13 features, 4 classes, 40 samples, for training and testing alike.
+// The toy set of the train tests, for training and testing alike.
 TrainTestSplit ToyData() {
-  std::mt19937 random(42);
-  std::uniform_real_distribution<float> value(0.0f, 1.0f);
-  Dataset data;
-  data.classes = 4;
-  data.inputs.resize(13, 40);
-  for (int s = 0; s < 40; ++s) {
-    for (int f = 0; f < 13; ++f) data.inputs(f, s) = value(random);
-    data.labels.push_back(s % data.classes);
-  }
+  const Dataset data = toy_training::ToyData();
   return TrainTestSplit{data, data};
 }
 

@@ -22,26 +22,13 @@ namespace {
 using testing::TempDir;
 using testing::TestbedProcess;
 
-// A TCP port nothing listens on now (the kernel's choice for port 0).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 class ReconnectTest : public ::testing::Test {
  protected:
   void SetUp() override {
     setenv("TESTBED_JOB_ID", "reconnect", 1);
     setenv("TESTBED_TOKEN", "secret", 1);
     dir_ = TempDir("reconnect");
-    coordinator_ = "127.0.0.1:" + std::to_string(FreePort());
+    coordinator_ = "127.0.0.1:" + std::to_string(testing::FreePort());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
