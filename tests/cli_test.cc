@@ -18,6 +18,7 @@
 #include "experiments/results/table.h"
 #include "experiments/cli/trace_command.h"
 #include "experiments/cli/traffic_command.h"
+#include "experiments/cli/train_command.h"
 #include "proto/training.pb.h"
 
 namespace testbed {
@@ -218,6 +219,49 @@ TEST(TrainCommandTest, RowsReadBackAsTrainingRows) {
   EXPECT_EQ(rows[2].workers(), 2u);
   EXPECT_EQ(rows[2].parameters(), 784 * 16 + 16 + 16 * 10 + 10);
   EXPECT_GT(rows[2].test_accuracy(), 0.1) << "better than chance after 20 steps";
+}
+
+// `testbed train -n 1,2`: one run per N, ascending; the N = 2 run's row
+// carries its speed-up and scaling efficiency against the N = 1 run.
+TEST(TrainCommandTest, ASweepWithOneWorkerReportsScalingEfficiency) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  const std::string out = ::testing::TempDir() + "/train_scaling.jsonl";
+  const auto [status, output] = RunCli(
+      "train --workers 2,1 --sync ring --hidden 16 --batch 8 --steps 10 --report-every 10 --out " +
+      out);
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("scaling against one worker"), std::string::npos) << output;
+  std::ifstream in(out);
+  std::vector<proto::TrainingRow> runs;
+  for (std::string line; std::getline(in, line);) {
+    proto::TrainingRow row;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &row).ok()) << line;
+    if (row.kind() == proto::TrainingRow::RUN) runs.push_back(row);
+  }
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].workers(), 1u);  // ascending: the yardstick first
+  EXPECT_FALSE(runs[0].has_speedup());
+  ASSERT_EQ(runs[1].workers(), 2u);
+  ASSERT_TRUE(runs[1].has_speedup());
+  EXPECT_DOUBLE_EQ(runs[1].speedup(), runs[1].samples_per_second() / runs[0].samples_per_second());
+  EXPECT_DOUBLE_EQ(runs[1].scaling_efficiency(), runs[1].speedup() / 2);
+}
+
+TEST(TrainCommandTest, ScalingIsSpeedupPerWorker) {
+  proto::TrainingRow one, four;
+  one.set_workers(1);
+  one.set_samples_per_second(1000);
+  four.set_workers(4);
+  four.set_samples_per_second(3000);
+  SetScaling(one, four);
+  EXPECT_DOUBLE_EQ(four.speedup(), 3.0);
+  EXPECT_DOUBLE_EQ(four.scaling_efficiency(), 0.75);
+  proto::TrainingRow no_throughput;
+  no_throughput.set_workers(2);
+  SetScaling(one, no_throughput);
+  EXPECT_FALSE(no_throughput.has_speedup());
 }
 
 TEST(CliBinaryTest, HelpExplainsEachSubcommand) {

@@ -2,8 +2,12 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "experiments/cli/cli_common.h"
@@ -37,7 +41,29 @@ std::string SummaryLine(const proto::TrainingRow& row) {
       100 * row.target_accuracy(), target);
 }
 
+// The sweep's scaling against N = 1, and where this machine's cores, not the
+// scheme, decide it.
+void PrintScaling(const std::vector<proto::TrainingRow>& runs, std::ostream& out) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  out << "scaling against one worker (samples/s with a fixed batch per worker):\n";
+  for (const proto::TrainingRow& row : runs) {
+    out << absl::StrFormat("  N = %d: %.0f samples/s", row.workers(), row.samples_per_second());
+    if (row.has_speedup()) {
+      out << absl::StrFormat(", speed-up %.2f, scaling efficiency %.0f%%", row.speedup(),
+                             100 * row.scaling_efficiency());
+    }
+    if (row.workers() > cores) out << " (more workers than this machine's " << cores << " cores)";
+    out << "\n";
+  }
+}
+
 }  // namespace
+
+void SetScaling(const proto::TrainingRow& one_worker, proto::TrainingRow& row) {
+  if (one_worker.samples_per_second() <= 0 || row.samples_per_second() <= 0) return;
+  row.set_speedup(row.samples_per_second() / one_worker.samples_per_second());
+  row.set_scaling_efficiency(row.speedup() / row.workers());
+}
 
 CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options) {
   CLI::App* cmd = app.add_subcommand(
@@ -50,7 +76,10 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options) {
                   "or gRPC to --servers testbed-server daemons started for the run (ps)")
       ->check(CLI::IsMember({"local"}))
       ->capture_default_str();
-  cmd->add_option("-n,--workers", options.run.workers, "Number of workers N")
+  cmd->add_option("-n,--workers", options.workers,
+                  "Number of workers N; a list (1,2,4) trains once per N, and with N = 1 in it "
+                  "each run's row carries its speed-up and scaling efficiency against one worker")
+      ->delimiter(',')
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--sync", options.run.sync, "How gradients are synchronised")
@@ -144,21 +173,36 @@ int RunTrain(const TrainOptions& options, std::ostream& out, std::ostream& err) 
   google::protobuf::util::JsonPrintOptions json;
   json.preserve_proto_field_names = true;
   json.always_print_primitive_fields = true;
-  proto::TrainingRow summary;
-  absl::Status status = RunLocalTraining(run, *data, [&](const proto::TrainingRow& row) {
-    if (row.kind() == proto::TrainingRow::PROGRESS) err << ProgressLine(row) << std::endl;
-    if (row.kind() == proto::TrainingRow::RUN) summary = row;
-    if (jsonl.is_open()) {
-      std::string line;
-      (void)google::protobuf::util::MessageToJsonString(row, &line, json);
-      jsonl << line << "\n" << std::flush;
+  std::vector<int> counts = options.workers;
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  std::optional<proto::TrainingRow> one_worker;  // N = 1's RUN row: the sweep's yardstick
+  std::vector<proto::TrainingRow> summaries;
+  for (const int n : counts) {
+    run.workers = n;
+    proto::TrainingRow summary;
+    absl::Status status = RunLocalTraining(run, *data, [&](const proto::TrainingRow& measured) {
+      proto::TrainingRow row = measured;
+      if (row.kind() == proto::TrainingRow::PROGRESS) err << ProgressLine(row) << std::endl;
+      if (row.kind() == proto::TrainingRow::RUN) {
+        if (one_worker) SetScaling(*one_worker, row);
+        summary = row;
+      }
+      if (jsonl.is_open()) {
+        std::string line;
+        (void)google::protobuf::util::MessageToJsonString(row, &line, json);
+        jsonl << line << "\n" << std::flush;
+      }
+    });
+    if (!status.ok()) {
+      err << "testbed train: N = " << n << ": " << status.message() << "\n";
+      return 1;
     }
-  });
-  if (!status.ok()) {
-    err << "testbed train: " << status.message() << "\n";
-    return 1;
+    if (n == 1) one_worker = summary;
+    out << SummaryLine(summary) << "\n";
+    summaries.push_back(summary);
   }
-  out << SummaryLine(summary) << "\n";
+  if (one_worker && summaries.size() > 1) PrintScaling(summaries, out);
   return 0;
 }
 

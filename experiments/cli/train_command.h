@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -15,13 +16,19 @@ namespace testbed {
 
 struct TrainOptions {
   std::string deployment = "local";
-  LocalTrainingOptions run;
+  std::vector<int> workers = {2};  // several: a sweep over N, one run each, ascending
+  LocalTrainingOptions run;        // its `workers` is set per run
   double bucket_mb = 0;  // into run.bucket_bytes
   std::string data_dir;  // the Fashion-MNIST files; default: Debian's folder
   std::string out;       // JSON lines; none if empty
 };
 
 CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options);
+
+// Sets `row`'s speedup and scaling_efficiency against `one_worker`, the RUN
+// row of the same sweep at N = 1 (nothing when either has no throughput).
+void SetScaling(const proto::TrainingRow& one_worker, proto::TrainingRow& row);
+
 int RunTrain(const TrainOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace testbed
