@@ -468,7 +468,9 @@ void ParameterStore::ServeOpenStep(Tensor& t, std::unique_lock<std::mutex>& lock
 }
 
 ParameterStore::PushSession::~PushSession() {
-  if (!finished_ && next_ != tensor_->slice.count) Fail(absl::AbortedError("its stream ended before the push was complete"));
+  if (!finished_ && next_ != tensor_->slice.count) {
+    Fail(absl::AbortedError("its stream ended before the push was complete"));
+  }
 }
 
 void ParameterStore::PushSession::Fail(const absl::Status& why) {
