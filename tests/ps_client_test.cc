@@ -14,7 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "proto/parameter_server.pb.h"
+#include <grpcpp/grpcpp.h>
+
+#include "proto/credentials.h"
+#include "proto/parameter_server.grpc.pb.h"
 #include "server/in_process_shard.h"
 #include "worker/ps_client.h"
 
@@ -106,8 +109,115 @@ TEST_P(PsClientTest, EachOfTwoWorkersGetsTheSum) {
   EXPECT_EQ(a->traffic().size(), static_cast<std::size_t>(GetParam()));
 }
 
+// Four workers, tensors of several chunks per shard, several steps: pushes
+// and pulls interleave chunk by chunk on every stream (the values of a chunk
+// overwrite pushed bytes while later chunks are still being pushed), and
+// every worker ends each step with the exact sum.
+TEST_P(PsClientTest, FourWorkersOverManyChunksAndStepsGetTheExactSum) {
+  constexpr std::int64_t kCount = 3 * (PsClient::kChunkBytes / sizeof(float)) + 12345;
+  constexpr std::uint32_t kWorkers = 4;
+  constexpr std::uint64_t kSteps = 3;
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    clients.push_back(Client());
+    ASSERT_TRUE(clients.back()->Declare(Tensor(kCount, kWorkers, proto::Optimizer::NONE)).ok());
+  }
+  const auto gradient = [](std::uint32_t w, std::uint64_t step, std::int64_t i) {
+    return static_cast<float>(step * 100 + w * 10 + i % 9);
+  };
+  std::vector<std::int64_t> wrong(kWorkers, 0);
+  std::vector<absl::Status> status(kWorkers);
+  std::vector<std::thread> threads;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      std::vector<float> data(kCount);
+      for (std::uint64_t step = 1; step <= kSteps && status[w].ok(); ++step) {
+        for (std::int64_t i = 0; i < kCount; ++i) data[i] = gradient(w, step, i);
+        status[w] = clients[w]->PushPull("t", w, step, Bytes(data));
+        for (std::int64_t i = 0; i < kCount; ++i) {
+          wrong[w] += data[i] != static_cast<float>(step * 400 + 60 + 4 * (i % 9));
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::uint32_t w = 0; w < kWorkers; ++w) EXPECT_TRUE(status[w].ok()) << status[w];
+  EXPECT_EQ(wrong, std::vector<std::int64_t>(kWorkers, 0));
+  std::uint64_t pushed = 0, pulled = 0;
+  for (const ShardTraffic& t : clients[0]->traffic()) {
+    pushed += t.bytes_pushed;
+    pulled += t.bytes_pulled;
+  }
+  EXPECT_EQ(pushed, kSteps * kCount * sizeof(float));
+  EXPECT_EQ(pulled, kSteps * kCount * sizeof(float));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shards, PsClientTest, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return "S" + std::to_string(info.param); });
+
+// End to end over a real channel: a PsClient worker and a worker that pushes
+// its second chunk only after it got the values of its first. A shard that
+// waited for whole pushes would serve neither (the second worker's read
+// fails at its deadline); full duplex serves chunk 0 at once.
+TEST(PsClientDuplexTest, AWorkerGetsChunkZeroBeforeItPushesChunkOne) {
+  absl::StatusOr<std::unique_ptr<InProcessShard>> shard =
+      InProcessShard::Start(kCredentials, std::chrono::seconds(10));
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  constexpr std::int64_t kChunk = ParameterStore::kDefaultChunkBytes / sizeof(float);
+  PsClient client({(*shard)->address()}, kCredentials, std::chrono::seconds(20));
+  proto::TensorSpec tensor;
+  tensor.set_name("t");
+  tensor.set_count(2 * kChunk);
+  tensor.set_dtype("float32");
+  tensor.set_workers(2);
+  ASSERT_TRUE(client.Declare(tensor).ok());
+  std::vector<float> mine(2 * kChunk);
+  for (std::int64_t i = 0; i < 2 * kChunk; ++i) mine[i] = static_cast<float>(i % 5);
+  absl::Status mine_status;
+  std::thread worker0([&] {
+    mine_status = client.PushPull("t", 0, 1, std::as_writable_bytes(std::span<float>(mine)));
+  });
+
+  auto stub = proto::ParameterServer::NewStub(
+      grpc::CreateChannel((*shard)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  AttachCredentials(kCredentials, context);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->PushPull(&context);
+  const auto push = [&](std::int64_t offset) {
+    proto::PushChunk chunk;
+    chunk.set_tensor("t");
+    chunk.set_worker(1);
+    chunk.set_step(1);
+    chunk.set_offset(offset);
+    std::vector<float> g(kChunk, 10.0f);
+    chunk.set_data(std::string(reinterpret_cast<const char*>(g.data()), g.size() * 4));
+    return stream->Write(chunk);
+  };
+  const auto expect_values = [&](std::int64_t offset) {
+    proto::ValueChunk value;
+    ASSERT_TRUE(stream->Read(&value)) << "no values of the chunk at " << offset;
+    ASSERT_EQ(value.offset(), offset);
+    ASSERT_EQ(value.data().size(), static_cast<std::size_t>(kChunk) * 4);
+    float first;
+    std::memcpy(&first, value.data().data(), 4);
+    EXPECT_EQ(first, static_cast<float>(offset % 5 + 10));
+  };
+  ASSERT_TRUE(push(0));
+  expect_values(0);
+  ASSERT_TRUE(push(kChunk));
+  stream->WritesDone();
+  expect_values(kChunk);
+  proto::ValueChunk none;
+  EXPECT_FALSE(stream->Read(&none));
+  const grpc::Status finished = stream->Finish();
+  EXPECT_TRUE(finished.ok()) << finished.error_message();
+  worker0.join();
+  ASSERT_TRUE(mine_status.ok()) << mine_status;
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < 2 * kChunk; ++i) wrong += mine[i] != static_cast<float>(i % 5 + 10);
+  EXPECT_EQ(wrong, 0);
+}
 
 }  // namespace
 }  // namespace testbed
