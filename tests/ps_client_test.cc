@@ -16,6 +16,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "allreduce/cost_model.h"
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
 #include "server/in_process_shard.h"
@@ -25,6 +26,10 @@ namespace testbed {
 namespace {
 
 const Credentials kCredentials{"job-1", "secret"};
+
+// The cost model's full-duplex estimate assumes the chunk both sides use.
+static_assert(PsClient::kChunkBytes == kParameterServerChunkBytes);
+static_assert(ParameterStore::kDefaultChunkBytes == kParameterServerChunkBytes);
 
 class PsClientTest : public ::testing::TestWithParam<int> {  // the number of shards
  protected:
