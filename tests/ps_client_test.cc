@@ -4,6 +4,8 @@
 // sweep's N = 1 ps run cannot tell these apart (one worker's input already is
 // the sum), so the buffer here holds something else than the served values:
 // a gradient under SGD (served: -lr g), or one worker's part of a sum of two.
+// Full duplex: the client reads values while it still pushes, and a shard
+// serves a chunk before the pushes end (each fails on the code before it).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -179,7 +181,8 @@ TEST(PsClientDuplexTest, AWorkerGetsChunkZeroBeforeItPushesChunkOne) {
   std::vector<float> mine(2 * kChunk);
   for (std::int64_t i = 0; i < 2 * kChunk; ++i) mine[i] = static_cast<float>(i % 5);
   absl::Status mine_status;
-  std::thread worker0([&] {
+  // Joined however the test ends: a failed assertion below must not leave it running.
+  std::jthread worker0([&] {
     mine_status = client.PushPull("t", 0, 1, std::as_writable_bytes(std::span<float>(mine)));
   });
 
@@ -222,6 +225,71 @@ TEST(PsClientDuplexTest, AWorkerGetsChunkZeroBeforeItPushesChunkOne) {
   std::int64_t wrong = 0;
   for (std::int64_t i = 0; i < 2 * kChunk; ++i) wrong += mine[i] != static_cast<float>(i % 5 + 10);
   EXPECT_EQ(wrong, 0);
+}
+
+// A shard that sends a whole slice's worth of values once it has the first
+// pushed chunk, and reads the rest of the push only after: its writes wait
+// for the client to read (gRPC's flow control), so a client that wrote its
+// whole push before reading anything would stall both sides until the
+// deadline. The values all belong to chunk 0, which it has received, so the
+// client overwrites only pushed bytes; 64 copies make up the slice's bytes.
+class ValuesFirstShard final : public proto::ParameterServer::Service {
+ public:
+  static constexpr std::int64_t kChunk = PsClient::kChunkBytes / sizeof(float);
+  static constexpr int kChunks = 64;
+
+  grpc::Status Declare(grpc::ServerContext*, const proto::DeclareRequest* request,
+                       proto::DeclareReply* reply) override {
+    reply->set_offset(0);
+    reply->set_count(request->tensor().count());
+    return grpc::Status::OK;
+  }
+  grpc::Status PushPull(grpc::ServerContext*,
+                        grpc::ServerReaderWriter<proto::ValueChunk, proto::PushChunk>* stream)
+      override {
+    proto::PushChunk chunk;
+    if (!stream->Read(&chunk) || chunk.offset() != 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no first chunk");
+    }
+    std::size_t received = chunk.data().size();
+    proto::ValueChunk value;
+    value.set_offset(0);
+    const std::vector<float> sevens(kChunk, 7.0f);
+    value.set_data(std::string(reinterpret_cast<const char*>(sevens.data()), kChunk * 4));
+    for (int c = 0; c < kChunks; ++c) {
+      if (!stream->Write(value)) return grpc::Status(grpc::StatusCode::ABORTED, "gone");
+    }
+    while (stream->Read(&chunk)) received += chunk.data().size();
+    if (received != static_cast<std::size_t>(kChunks * kChunk * 4)) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "the push was short");
+    }
+    return grpc::Status::OK;
+  }
+};
+
+// The client reads the values while it still writes its push.
+TEST(PsClientDuplexTest, TheClientReadsValuesWhileItStillPushes) {
+  ValuesFirstShard shard;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&shard);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  PsClient client({"127.0.0.1:" + std::to_string(port)}, kCredentials, std::chrono::seconds(5));
+  proto::TensorSpec tensor;
+  tensor.set_name("t");
+  tensor.set_count(ValuesFirstShard::kChunks * ValuesFirstShard::kChunk);
+  tensor.set_dtype("float32");
+  tensor.set_workers(1);
+  ASSERT_TRUE(client.Declare(tensor).ok());
+  std::vector<float> data(tensor.count(), 1.0f);
+  const absl::Status st =
+      client.PushPull("t", 0, 1, std::as_writable_bytes(std::span<float>(data)));
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(data[0], 7.0f);
+  EXPECT_EQ(data[ValuesFirstShard::kChunk - 1], 7.0f);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 }  // namespace
