@@ -60,7 +60,8 @@ const std::vector<Collective>& AllCollectives() {
   static const std::vector<Collective> kCollectives = {
       {"ps", kAllReduce, kParameterServer,
        "every worker pushes its vector to the server shards and pulls the sum back",
-       "2NM (2NM/S through each of S shards)", "the server's link: N·M/S in, then N·M/S out",
+       "2NM (2NM/S through each of S shards)",
+       "the server's link: N first chunks in, then N·M/S in and out at once",
        nullptr, ParameterServerBytes, PushThenPullRounds, AllReduceBusFactor},
       {"naive", kAllReduce, kSchedule,
        "every rank sends its whole vector to every other rank, one round", "N(N-1)M",

@@ -60,8 +60,13 @@ std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t ele
 
 CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
                                      std::int64_t element_size, const LinkModel& link) {
-  const std::int64_t per_round = workers * LargestShardBytes(bytes, servers, element_size);
-  return FromRounds({per_round, per_round}, link);
+  const std::int64_t slice = LargestShardBytes(bytes, servers, element_size);
+  // The shard works in whole elements: its chunk is the largest multiple of
+  // the element that fits kParameterServerChunkBytes.
+  const std::int64_t chunk = std::min(
+      slice, std::max<std::int64_t>(element_size, kParameterServerChunkBytes / element_size *
+                                                      element_size));
+  return FromRounds({workers * chunk, workers * slice}, link);
 }
 
 absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,

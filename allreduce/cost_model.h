@@ -6,9 +6,14 @@
 // busiest link needs. alpha is the per-round latency, beta the seconds per byte
 // (8 / link rate in bit/s).
 //
-// The parameter server with S shards is two rounds: every worker pushes its
-// slice to each shard (a shard's link carries N times its slice in), then pulls
-// it back (N times its slice out); the largest slice decides.
+// The parameter server with S shards runs full duplex, in chunks: a shard's
+// link carries N times its slice in (the pushes) and N times its slice out
+// (the values) at the same time, the values of a chunk leaving as soon as every
+// worker pushed it. So a step is two rounds: the first chunk of every push,
+// which nothing overlaps (N chunks in), then the rest of the pushes overlapped
+// with all the values (N times the slice, out, a chunk behind the pushes). The
+// largest slice decides; a slice of one chunk is the two plain rounds, N
+// slices in, then N out.
 //
 // fit: given measured times, least squares for alpha and beta (both >= 0)
 // against the model's two terms, time = alpha * rounds + beta * bottleneck_bytes.
@@ -53,7 +58,13 @@ CostEstimate EstimateCollective(const Collective& collective, int world_size,
 // Bytes of the largest of `servers` shards of a vector (the ring's balanced split).
 std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t element_size);
 
-// Two rounds of workers * LargestShardBytes: N*M/S in, then N*M/S out.
+// The chunk the parameter server pushes and serves in (PsClient::kChunkBytes and
+// ParameterStore::kDefaultChunkBytes; a test holds them equal).
+inline constexpr std::int64_t kParameterServerChunkBytes = 1 << 20;
+
+// Two rounds through the largest shard's link: N first chunks in, then
+// N*M/S in and out at once (the values a chunk behind), so
+// bottleneck_bytes = N*M/S + N*min(chunk, M/S). Payload on the wire stays 2NM.
 CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
                                      std::int64_t element_size, const LinkModel& link);
 

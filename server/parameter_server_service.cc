@@ -1,5 +1,8 @@
 #include "server/parameter_server_service.h"
 
+#include <atomic>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "proto/chunk_wire.h"
 #include "proto/grpc_status.h"
@@ -82,40 +85,48 @@ grpc::Status ParameterServerService::Declare(grpc::ServerContext* context,
 }
 
 template <typename Reader>
-absl::Status ParameterServerService::ReceivePush(Reader& reader, std::string* tensor,
-                                                 std::uint64_t* step) {
+absl::StatusOr<ParameterServerService::ReceivedPush> ParameterServerService::BeginPush(
+    Reader& reader) {
+  ReceivedPush push;
   grpc::ByteBuffer message;
-  proto::PushChunk chunk;  // the header fields; the payload stays in slices
-  ChunkPayload payload;
   if (!reader.Read(&message)) return absl::InvalidArgumentError("an empty push");
-  if (absl::Status st = DecodeChunk(message, kPushChunkPayloadField, &chunk, &payload); !st.ok()) {
+  if (absl::Status st = DecodeChunk(message, kPushChunkPayloadField, &push.chunk, &push.payload);
+      !st.ok()) {
     return st;
   }
-  *tensor = chunk.tensor();
-  *step = chunk.step();
+  push.tensor = push.chunk.tensor();
+  push.step = push.chunk.step();
   absl::StatusOr<std::unique_ptr<ParameterStore::PushSession>> session =
-      store_.BeginPush(chunk.tensor(), chunk.worker(), chunk.step());
+      store_.BeginPush(push.chunk.tensor(), push.chunk.worker(), push.chunk.step());
   if (!session.ok()) return session.status();
+  push.session = *std::move(session);
+  return push;
+}
+
+template <typename Reader>
+absl::Status ParameterServerService::ReceiveChunks(Reader& reader, ReceivedPush& push) {
+  grpc::ByteBuffer message;
   std::vector<std::span<const std::byte>> pieces;
   while (true) {
     // The session stages the received slices themselves: no copy.
     auto staged = std::make_shared<StagedSlices>();
-    staged->slices = std::move(payload.slices);
+    staged->slices = std::move(push.payload.slices);
     pieces.clear();
     for (const grpc::Slice& s : staged->slices) {
       pieces.push_back(std::as_bytes(std::span(s.begin(), s.size())));
     }
-    if (absl::Status st = (*session)->AddChunk(chunk.offset(), pieces, std::move(staged));
+    if (absl::Status st = push.session->AddChunk(push.chunk.offset(), pieces, std::move(staged));
         !st.ok()) {
       return st;
     }
     if (!reader.Read(&message)) break;
-    if (absl::Status st = DecodeChunk(message, kPushChunkPayloadField, &chunk, &payload);
+    if (absl::Status st =
+            DecodeChunk(message, kPushChunkPayloadField, &push.chunk, &push.payload);
         !st.ok()) {
       return st;
     }
   }
-  return (*session)->Commit();
+  return push.session->Commit();
 }
 
 std::chrono::steady_clock::time_point ParameterServerService::PullDeadline(
@@ -131,17 +142,18 @@ grpc::Status ParameterServerService::Push(grpc::ServerContext* context,
                                           proto::PushReply* reply) {
   absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
   if (!call.ok()) return ToGrpcStatus(call.status());
-  std::string tensor;
-  std::uint64_t step = 0;
-  if (absl::Status st = ReceivePush(*reader, &tensor, &step); !st.ok()) return ToGrpcStatus(st);
-  reply->set_step(step);
+  absl::StatusOr<ReceivedPush> push = BeginPush(*reader);
+  if (!push.ok()) return ToGrpcStatus(push.status());
+  if (absl::Status st = ReceiveChunks(*reader, *push); !st.ok()) return ToGrpcStatus(st);
+  reply->set_step(push->step);
   return grpc::Status::OK;
 }
 
 template <typename Writer>
 absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& context,
                                                const std::string& tensor, std::uint64_t step,
-                                               Writer& writer) {
+                                               Writer& writer,
+                                               const std::function<bool()>& stop) {
   return store_.Pull(
       tensor, step, PullDeadline(context),
       [&](std::int64_t offset, std::span<const std::byte> data,
@@ -153,7 +165,7 @@ absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& contex
         return writer.Write(
             EncodeChunk(header, kValueChunkPayloadField, std::span(&payload, 1)));
       },
-      [&context] { return context.IsCancelled(); });
+      [&context, &stop] { return context.IsCancelled() || (stop && stop()); });
 }
 
 grpc::Status ParameterServerService::Pull(
@@ -168,15 +180,31 @@ grpc::Status ParameterServerService::Pull(
   return ToGrpcStatus(ServeStep(*context, request.tensor(), request.step(), *stream));
 }
 
+// Full duplex: the push's chunks are read on a thread of its own while this
+// one writes the step's values, each chunk as soon as every worker pushed it
+// (gRPC's sync API allows one reader and one writer at once on a stream).
 grpc::Status ParameterServerService::PushPull(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
   absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
   if (!call.ok()) return ToGrpcStatus(call.status());
-  std::string tensor;
-  std::uint64_t step = 0;
-  if (absl::Status st = ReceivePush(*stream, &tensor, &step); !st.ok()) return ToGrpcStatus(st);
-  return ToGrpcStatus(ServeStep(*context, tensor, step, *stream));
+  absl::StatusOr<ReceivedPush> push = BeginPush(*stream);
+  if (!push.ok()) return ToGrpcStatus(push.status());
+  absl::Status pushed;
+  std::atomic<bool> push_failed{false};
+  std::thread reader([&] {
+    pushed = ReceiveChunks(*stream, *push);
+    push->session.reset();  // a failed push fails (or leaves) the step now
+    push_failed = !pushed.ok();
+  });
+  // A withdrawn push leaves its step unserved: the pull stops rather than
+  // wait for it (within ParameterStore::kGoneCheck).
+  const absl::Status served =
+      ServeStep(*context, push->tensor, push->step, *stream, [&] { return push_failed.load(); });
+  // The reader ends when the client finishes its push (WritesDone) or the call
+  // ends (deadline, cancellation).
+  reader.join();
+  return ToGrpcStatus(!pushed.ok() ? pushed : served);
 }
 
 grpc::Status ParameterServerService::Forget(grpc::ServerContext* context,

@@ -14,8 +14,11 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <string>
 
+#include "proto/chunk_wire.h"
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
 #include "server/call_limiter.h"
@@ -48,13 +51,28 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   grpc::Status PushPull(grpc::ServerContext* context,
                         grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream);
 
+  // A push under way: its session, and its first chunk, read but not staged.
+  struct ReceivedPush {
+    std::string tensor;
+    std::uint64_t step = 0;
+    std::unique_ptr<ParameterStore::PushSession> session;
+    proto::PushChunk chunk;  // the header fields; the payload stays in slices
+    ChunkPayload payload;
+  };
+  // Reads the first chunk, which names the tensor, worker and step, and
+  // begins the push (the store refuses a wrong one before anything joins).
   template <typename Reader>
-  absl::Status ReceivePush(Reader& reader, std::string* tensor, std::uint64_t* step);
+  absl::StatusOr<ReceivedPush> BeginPush(Reader& reader);
+  // Stages the first chunk and every later one, then commits.
+  template <typename Reader>
+  absl::Status ReceiveChunks(Reader& reader, ReceivedPush& push);
   // Sends the values of `step` to `writer`, in the store's chunks (1 MiB by
-  // default: well under gRPC's 4 MiB message cap).
+  // default: well under gRPC's 4 MiB message cap), each once it is ready;
+  // stops when the call is cancelled or `stop` says so.
   template <typename Writer>
   absl::Status ServeStep(const grpc::ServerContext& context, const std::string& tensor,
-                         std::uint64_t step, Writer& writer);
+                         std::uint64_t step, Writer& writer,
+                         const std::function<bool()>& stop = {});
 
   // The job's token, then a place among the calls in progress, held by the
   // returned admission until the handler returns.

@@ -39,18 +39,33 @@ struct ParameterStore::Tensor {
   std::size_t chunk_elements = 1;  // per worked-out and pulled chunk
 
   std::mutex mu;
-  std::condition_variable completed_cv;  // a step completed
-  std::condition_variable chunk_cv;      // a chunk of the served step was worked out
-  std::uint64_t completed = 0;           // the last complete step
-  std::vector<bool> pushed;              // by worker, for step completed + 1
-  std::uint32_t pushes = 0;              // how many are true
-  std::vector<StagedPush> open;          // by worker: the pushes of step completed + 1
+  // A step opened or completed, a chunk became ready or was worked out, a
+  // push failed, or the shard shuts down.
+  std::condition_variable changed_cv;
+  std::uint64_t completed = 0;  // the last step every worker committed
+  // The step whose values are served and worked out: `completed`, or
+  // completed + 1 once every worker has joined it (its chunks are then worked
+  // out as they become ready, while its pushes still arrive).
+  std::uint64_t served = 0;
 
-  // The served step (`completed`), worked out chunk by chunk.
+  // The pushes of step completed + 1, by worker.
+  std::vector<bool> joined;           // BeginPush accepted it
+  std::uint32_t joins = 0;            // how many are true
+  std::vector<bool> pushed;           // its push committed
+  std::uint32_t pushes = 0;           // how many are true
+  std::vector<std::int64_t> staged;   // elements of the slice staged so far
+  std::vector<StagedPush> open;       // the staged pieces, until the step is served
+  // A step whose push broke off after the step was served (0: none): its
+  // pulls and pushes fail with `failure`.
+  std::uint64_t failed_step = 0;
+  absl::Status failure;
+
+  // The served step, worked out chunk by chunk.
   std::vector<StagedPush> gradients;     // its pushes, until every chunk is worked out
   std::vector<ChunkState> chunks;
   std::size_t chunks_pending = 0;        // not kDone
-  std::shared_ptr<Bytes> values;         // what pulls of `completed` get
+  std::size_t ready = 0;  // leading chunks every worker has staged (all, once complete)
+  std::shared_ptr<Bytes> values;         // what pulls of `served` get
   std::shared_ptr<const Bytes> previous; // the values before it, where optimizers start
                                          // (unused, null, for NONE)
   std::vector<std::shared_ptr<Bytes>> spares;  // buffers for the next steps' values
@@ -64,6 +79,40 @@ struct ParameterStore::Tensor {
   }
   std::int64_t ChunkEnd(std::size_t k) const {
     return std::min<std::int64_t>(slice.count, ChunkBegin(k + 1));
+  }
+  // Chunk `k` of the served step can be worked out: every worker staged it.
+  bool ChunkReady(std::size_t k) const { return served == completed || k < ready; }
+  // How many leading chunks every worker of the open step has staged.
+  std::size_t StagedChunks() const {
+    const std::int64_t least = *std::min_element(staged.begin(), staged.end());
+    if (least >= slice.count) return chunks.size();
+    return static_cast<std::size_t>(least) / chunk_elements;
+  }
+  // The workers whose push has not reached element `end` of the slice.
+  std::string WorkersShortOf(std::int64_t end) const {
+    std::string names;
+    for (std::size_t w = 0; w < staged.size(); ++w) {
+      if (!joined[w] || staged[w] < end) absl::StrAppend(&names, names.empty() ? "" : ", ", w);
+    }
+    return names;
+  }
+  // Worker `w`'s push of the served step covered the slice; the last one
+  // completes the step (so a worker that pulled all of it may push the next).
+  void CountPush(std::uint32_t w) {
+    pushed[w] = true;
+    if (++pushes < spec.workers()) return;
+    completed = served;
+    ready = chunks.size();
+    std::fill(joined.begin(), joined.end(), false);
+    std::fill(pushed.begin(), pushed.end(), false);
+    std::fill(staged.begin(), staged.end(), 0);
+    joins = 0;
+    pushes = 0;
+    changed_cv.notify_all();
+  }
+  // Lets go of the served step's received memory, keeping a place per worker.
+  void ReleaseGradients() {
+    for (StagedPush& push : gradients) push = StagedPush{};
   }
 };
 
@@ -157,18 +206,15 @@ void SumRun(T* out, std::span<const std::byte* const> in, std::size_t n) {
   }
 }
 
-// Sums elements [begin, end) of every push into `g`, in worker order.
+// Each worker's pieces of one chunk, in worker order (ClipPieces).
+using ClippedPushes = std::vector<std::vector<std::span<const std::byte>>>;
+
+// Sums `count` elements of every push into `g`, in worker order.
 template <typename T>
-void SumChunk(const std::vector<StagedPush>& pushes, std::int64_t begin, std::int64_t end, T* g) {
-  const std::size_t count = static_cast<std::size_t>(end - begin);
-  std::vector<std::vector<std::span<const std::byte>>> clipped(pushes.size());
+void SumChunk(const ClippedPushes& clipped, std::size_t count, T* g) {
   std::vector<PieceCursor> cursors;
-  for (std::size_t w = 0; w < pushes.size(); ++w) {
-    ClipPieces(pushes[w], static_cast<std::size_t>(begin) * sizeof(T), count * sizeof(T),
-               clipped[w]);
-    cursors.emplace_back(clipped[w]);
-  }
-  std::vector<const std::byte*> from(pushes.size());
+  for (const auto& pieces : clipped) cursors.emplace_back(pieces);
+  std::vector<const std::byte*> from(clipped.size());
   std::size_t done = 0;
   while (done < count) {
     std::size_t run = count - done;  // elements every push holds contiguously
@@ -196,13 +242,13 @@ void SumChunk(const std::vector<StagedPush>& pushes, std::int64_t begin, std::in
 // averages them if asked, and applies the optimizer, starting from `prev`:
 // one call for the chunk.
 template <typename T>
-void WorkOutChunk(Optimizer& optimizer, bool average, const std::vector<StagedPush>& pushes,
+void WorkOutChunk(Optimizer& optimizer, bool average, const ClippedPushes& pushes,
                   std::int64_t begin, std::int64_t end, const T* prev, T* w) {
   const std::int64_t n = end - begin;
   const auto workers = static_cast<T>(pushes.size());
   if (!optimizer.Updates()) {  // the aggregate itself, summed in place
     T* g = w + begin;
-    SumChunk<T>(pushes, begin, end, g);
+    SumChunk<T>(pushes, static_cast<std::size_t>(n), g);
     if (average) {
       for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / workers);
     }
@@ -211,7 +257,7 @@ void WorkOutChunk(Optimizer& optimizer, bool average, const std::vector<StagedPu
   if constexpr (std::is_floating_point_v<T>) {  // Declare keeps integers to aggregation
     std::vector<T> gradient(static_cast<std::size_t>(n));
     T* g = gradient.data();
-    SumChunk<T>(pushes, begin, end, g);
+    SumChunk<T>(pushes, static_cast<std::size_t>(n), g);
     if (average) {
       for (std::int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] / workers);
     }
@@ -252,7 +298,7 @@ void ParameterStore::Shutdown() {
   }
   for (auto& tensor : all) {
     std::lock_guard lock(tensor->mu);
-    tensor->completed_cv.notify_all();
+    tensor->changed_cv.notify_all();
   }
 }
 
@@ -322,8 +368,11 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   t->slice = {chunk.offset, chunk.count};
   t->type = *type;
   t->element = ElementSize(*type);
+  t->joined.assign(spec.workers(), false);
   t->pushed.assign(spec.workers(), false);
+  t->staged.assign(spec.workers(), 0);
   t->open.resize(spec.workers());
+  t->gradients.resize(spec.workers());
   t->chunk_elements = std::max<std::size_t>(1, chunk_bytes_ / t->element);
   // Step 0 is served: all zeros, every chunk worked out. Its buffer and a
   // spare for step 1 are touched now, not during the first timed step.
@@ -360,7 +409,7 @@ absl::StatusOr<std::unique_ptr<ParameterStore::PushSession>> ParameterStore::Beg
     const std::string& name, std::uint32_t worker, std::uint64_t step) {
   std::shared_ptr<Tensor> t = Find(name);
   if (!t) return absl::NotFoundError(absl::StrCat("no tensor '", name, "' on this shard"));
-  std::lock_guard lock(t->mu);
+  std::unique_lock lock(t->mu);
   if (worker >= t->spec.workers()) {
     return absl::InvalidArgumentError(absl::StrCat(t->Name(), " has ", t->spec.workers(),
                                                    " workers; there is no worker ", worker));
@@ -374,11 +423,79 @@ absl::StatusOr<std::unique_ptr<ParameterStore::PushSession>> ParameterStore::Beg
     return absl::FailedPreconditionError(absl::StrCat(
         t->Name(), ": step ", step, " is not open; step ", t->completed + 1, " is"));
   }
-  if (t->pushed[worker]) {
+  if (t->failed_step == step) return t->failure;
+  if (t->joined[worker]) {
     return absl::AlreadyExistsError(
         absl::StrCat(t->Name(), ": worker ", worker, " already pushed step ", step));
   }
-  return std::unique_ptr<PushSession>(new PushSession(*this, t, worker, step));
+  t->joined[worker] = true;
+  std::unique_ptr<PushSession> session(new PushSession(*this, t, worker, step));
+  if (++t->joins == t->spec.workers()) ServeOpenStep(*t, lock);
+  if (t->slice.count == 0) t->CountPush(worker);  // nothing to push: complete already
+  return session;
+}
+
+// Every worker has joined step completed + 1: by the synchronous protocol
+// each has pulled the previous step, so its values may be replaced. Finishes
+// the previous step (for clients that push without pulling), then serves the
+// open one, whose chunks are worked out as they become ready.
+void ParameterStore::ServeOpenStep(Tensor& t, std::unique_lock<std::mutex>& lock) {
+  // The optimizers start from the previous values, so they must be whole.
+  for (std::size_t k = 0; k < t.chunks.size(); ++k) WorkOut(t, k, lock);
+  t.optimizer->BeginStep();  // no chunk is being worked out: none is pending
+  if (!t.optimizer->Updates()) {
+    t.spares.push_back(std::move(t.values));  // nothing starts from the old sum
+  } else {
+    auto old = std::const_pointer_cast<Bytes>(std::move(t.previous));
+    t.spares.push_back(std::move(old));
+    t.previous = std::move(t.values);
+  }
+  t.values = TakeFreeBuffer(t.spares, t.bytes());
+  while (t.spares.size() > 2) {  // let go of buffers pulls still hold first
+    auto held = std::find_if(t.spares.begin(), t.spares.end(),
+                             [](const auto& b) { return b.use_count() > 1; });
+    t.spares.erase(held != t.spares.end() ? held : t.spares.begin());
+  }
+  // From now on pushes stage into `gradients` directly.
+  t.gradients.swap(t.open);
+  t.open.assign(t.spec.workers(), StagedPush{});
+  t.chunks.assign(t.chunks.size(), ChunkState::kPending);
+  t.chunks_pending = t.chunks.size();
+  if (t.chunks.empty()) t.ReleaseGradients();
+  t.served = t.completed + 1;
+  t.ready = t.StagedChunks();
+  t.changed_cv.notify_all();
+}
+
+ParameterStore::PushSession::~PushSession() {
+  if (!finished_ && next_ != tensor_->slice.count) {
+    Fail(absl::AbortedError("its stream ended before the push was complete"));
+  }
+}
+
+void ParameterStore::PushSession::Fail(const absl::Status& why) {
+  Tensor& t = *tensor_;
+  std::lock_guard lock(t.mu);
+  finished_ = true;
+  if (next_ == t.slice.count) return;  // complete: a chunk past the end changes nothing
+  if (t.failed_step == step_) return;  // another worker's push failed it first
+  if (t.served != step_) {
+    // Not every worker has joined, so nothing of the step has been worked
+    // out: the push is withdrawn as if it never began, and may begin again.
+    t.open[worker_] = StagedPush{};
+    t.staged[worker_] = 0;
+    t.joined[worker_] = false;
+    --t.joins;
+    return;
+  }
+  // Chunks with this worker's gradient may have been served already: the
+  // step cannot complete consistently, so its pulls fail rather than wait.
+  t.failed_step = step_;
+  t.failure = absl::AbortedError(absl::StrCat(
+      t.Name(), ": step ", step_, " failed: worker ", worker_, "'s push broke off after ", next_,
+      " of ", t.slice.count, " elements (", why.message(),
+      "); forget and declare the tensor again to start over"));
+  t.changed_cv.notify_all();
 }
 
 absl::Status ParameterStore::PushSession::AddChunk(std::int64_t offset,
@@ -396,110 +513,126 @@ absl::Status ParameterStore::PushSession::AddChunk(
     std::int64_t offset, std::span<const std::span<const std::byte>> pieces,
     std::shared_ptr<const void> owner) {
   Tensor& t = *tensor_;
+  if (finished_) return absl::FailedPreconditionError("this push has ended");
   const std::int64_t begin = t.slice.offset + next_;
   std::size_t bytes = 0;
   for (const std::span<const std::byte> piece : pieces) bytes += piece.size();
   if (bytes % t.element != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(t.Name(), ": a chunk of ", bytes,
-                                                   " bytes is not whole elements"));
+    absl::Status refused = absl::InvalidArgumentError(
+        absl::StrCat(t.Name(), ": a chunk of ", bytes, " bytes is not whole elements"));
+    Fail(refused);
+    return refused;
   }
   const auto count = static_cast<std::int64_t>(bytes / t.element);
   if (offset != begin || offset + count > t.slice.offset + t.slice.count) {
-    return absl::OutOfRangeError(absl::StrCat(
+    absl::Status refused = absl::OutOfRangeError(absl::StrCat(
         t.Name(), ": chunk [", offset, ", ", offset + count, ") is outside this shard's slice [",
         t.slice.offset, ", ", t.slice.offset + t.slice.count, ") or out of order (expected offset ",
         begin, ")"));
+    Fail(refused);
+    return refused;
+  }
+  std::lock_guard lock(t.mu);
+  if (t.failed_step == step_) {
+    finished_ = true;
+    return t.failure;
   }
   store_.bytes_received_ += bytes;
   next_ += count;
   if (bytes == 0) return absl::OkStatus();
+  const bool served = t.served == step_;  // else the step waits for workers to join
+  StagedPush& into = served ? t.gradients[worker_] : t.open[worker_];
   for (const std::span<const std::byte> piece : pieces) {
-    if (!piece.empty()) pieces_.push_back(piece);
+    if (!piece.empty()) into.pieces.push_back(piece);
   }
-  owners_.push_back(std::move(owner));
+  into.owners.push_back(std::move(owner));
+  t.staged[worker_] = next_;
+  if (served) {
+    if (const std::size_t ready = t.StagedChunks(); ready > t.ready) {
+      t.ready = ready;
+      t.changed_cv.notify_all();
+    }
+  }
+  if (next_ == t.slice.count) t.CountPush(worker_);  // after `ready`: it may complete the step
   return absl::OkStatus();
 }
 
-// Works out chunk `k` of the served step, or waits while another thread does.
-// `lock` holds t.mu; it is released while the chunk is summed.
+// Works out chunk `k` of the served step, or waits while another thread does;
+// the chunk must be ready. `lock` holds t.mu; it is released while the chunk
+// is summed.
 void ParameterStore::WorkOut(Tensor& t, std::size_t k, std::unique_lock<std::mutex>& lock) {
-  while (t.chunks[k] == ChunkState::kWorking) t.chunk_cv.wait(lock);
+  while (t.chunks[k] == ChunkState::kWorking) t.changed_cv.wait(lock);
   if (t.chunks[k] == ChunkState::kDone) return;
   t.chunks[k] = ChunkState::kWorking;
-  // The served step cannot change while a chunk of it is pending, so these
-  // stay valid unlocked; every thread works on a chunk of its own.
-  const std::vector<StagedPush>& gradients = t.gradients;
+  const std::int64_t begin = t.ChunkBegin(k), end = t.ChunkEnd(k);
+  // Pushes may still append pieces (of later chunks) to the gradients, so
+  // this chunk's pieces are taken now; the owners keep their memory alive,
+  // and the served step cannot change while a chunk of it is pending.
+  ClippedPushes pushes(t.gradients.size());
+  for (std::size_t w = 0; w < t.gradients.size(); ++w) {
+    ClipPieces(t.gradients[w], static_cast<std::size_t>(begin) * t.element,
+               static_cast<std::size_t>(end - begin) * t.element, pushes[w]);
+  }
   std::byte* values = t.values->data();
   const std::byte* previous = t.previous ? t.previous->data() : nullptr;
   lock.unlock();
-  const std::int64_t begin = t.ChunkBegin(k), end = t.ChunkEnd(k);
   Optimizer& optimizer = *t.optimizer;
   const bool average = t.spec.optimizer().average();
   switch (t.type) {
     case DataType::kFloat32:
-      WorkOutChunk<float>(optimizer, average, gradients, begin, end,
+      WorkOutChunk<float>(optimizer, average, pushes, begin, end,
                           reinterpret_cast<const float*>(previous),
                           reinterpret_cast<float*>(values));
       break;
     case DataType::kFloat64:
-      WorkOutChunk<double>(optimizer, average, gradients, begin, end,
+      WorkOutChunk<double>(optimizer, average, pushes, begin, end,
                            reinterpret_cast<const double*>(previous),
                            reinterpret_cast<double*>(values));
       break;
     case DataType::kInt32:
-      WorkOutChunk<std::int32_t>(optimizer, average, gradients, begin, end,
+      WorkOutChunk<std::int32_t>(optimizer, average, pushes, begin, end,
                                  reinterpret_cast<const std::int32_t*>(previous),
                                  reinterpret_cast<std::int32_t*>(values));
       break;
   }
   lock.lock();
   t.chunks[k] = ChunkState::kDone;
-  if (--t.chunks_pending == 0) t.gradients.clear();  // the received memory goes back
-  t.chunk_cv.notify_all();
+  if (--t.chunks_pending == 0) t.ReleaseGradients();  // the received memory goes back
+  t.changed_cv.notify_all();
 }
 
 absl::Status ParameterStore::PushSession::Commit() {
   Tensor& t = *tensor_;
+  if (finished_) return absl::FailedPreconditionError("this push has ended");
   if (next_ != t.slice.count) {
-    return absl::InvalidArgumentError(absl::StrCat(t.Name(), ": the push of step ", step_,
-                                                   " covered ", next_, " of ", t.slice.count,
-                                                   " elements"));
+    absl::Status incomplete = absl::InvalidArgumentError(
+        absl::StrCat(t.Name(), ": the push of step ", step_, " covered ", next_, " of ",
+                     t.slice.count, " elements"));
+    Fail(incomplete);
+    return incomplete;
   }
-  std::unique_lock lock(t.mu);
-  if (step_ != t.completed + 1 || t.pushed[worker_]) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(t.Name(), ": step ", step_, " closed while worker ", worker_, " pushed"));
-  }
-  t.open[worker_] = StagedPush{std::move(pieces_), std::move(owners_)};
-  t.pushed[worker_] = true;
-  if (++t.pushes < t.spec.workers()) return absl::OkStatus();
+  // The push counted when it covered the slice; only a failure is news here.
+  std::lock_guard lock(t.mu);
+  finished_ = true;
+  if (t.failed_step == step_) return t.failure;
+  return absl::OkStatus();
+}
 
-  // The last push: the previous step must be whole before this one is served
-  // (the optimizers start from its values).
-  for (std::size_t k = 0; k < t.chunks.size(); ++k) store_.WorkOut(t, k, lock);
-  t.optimizer->BeginStep();  // no chunk is being worked out: none is pending
-  if (!t.optimizer->Updates()) {
-    t.spares.push_back(std::move(t.values));  // nothing starts from the old sum
-  } else {
-    auto old = std::const_pointer_cast<Bytes>(std::move(t.previous));
-    t.spares.push_back(std::move(old));
-    t.previous = std::move(t.values);
+absl::Status ParameterStore::Await(Tensor& t, std::unique_lock<std::mutex>& lock,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   const std::function<bool()>& gone,
+                                   const std::function<bool()>& done,
+                                   const std::function<std::string()>& waiting_for) {
+  while (!done()) {
+    {
+      std::lock_guard store_lock(mu_);
+      if (shutdown_) return absl::UnavailableError("the parameter server is shutting down");
+    }
+    if (gone && gone()) return absl::CancelledError("the puller went away");
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return absl::DeadlineExceededError(waiting_for());
+    t.changed_cv.wait_until(lock, gone ? std::min(deadline, now + kGoneCheck) : deadline);
   }
-  t.values = TakeFreeBuffer(t.spares, t.bytes());
-  while (t.spares.size() > 2) {  // let go of buffers pulls still hold first
-    auto held = std::find_if(t.spares.begin(), t.spares.end(),
-                             [](const auto& b) { return b.use_count() > 1; });
-    t.spares.erase(held != t.spares.end() ? held : t.spares.begin());
-  }
-  t.gradients.swap(t.open);
-  t.open.assign(t.spec.workers(), StagedPush{});
-  t.chunks.assign(t.chunks.size(), ChunkState::kPending);
-  t.chunks_pending = t.chunks.size();
-  if (t.chunks.empty()) t.gradients.clear();
-  std::fill(t.pushed.begin(), t.pushed.end(), false);
-  t.pushes = 0;
-  t.completed = step_;
-  t.completed_cv.notify_all();
   return absl::OkStatus();
 }
 
@@ -509,31 +642,30 @@ absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
   std::shared_ptr<Tensor> t = Find(name);
   if (!t) return absl::NotFoundError(absl::StrCat("no tensor '", name, "' on this shard"));
   std::unique_lock lock(t->mu);
-  while (t->completed < step) {
-    {
-      std::lock_guard store_lock(mu_);
-      if (shutdown_) return absl::UnavailableError("the parameter server is shutting down");
-    }
-    if (gone && gone()) return absl::CancelledError("the puller went away");
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      std::vector<std::uint32_t> missing;
-      for (std::uint32_t w = 0; w < t->pushed.size(); ++w) {
-        if (!t->pushed[w]) missing.push_back(w);
-      }
-      std::string names;
-      for (std::uint32_t w : missing) absl::StrAppend(&names, names.empty() ? "" : ", ", w);
-      return absl::DeadlineExceededError(absl::StrCat(t->Name(), ": step ", step,
-                                                      " did not complete; still waiting for "
-                                                      "workers ", names));
-    }
-    t->completed_cv.wait_until(lock, gone ? std::min(deadline, now + kGoneCheck) : deadline);
-  }
-  for (std::size_t k = 0; k < t->chunks.size(); ++k) {
-    if (t->completed != step) {
+  const auto failed = [&] { return t->failed_step == step; };
+  absl::Status st = Await(
+      *t, lock, deadline, gone, [&] { return t->served >= step || failed(); },
+      [&] {
+        return absl::StrCat(t->Name(), ": step ", step,
+                            " did not complete; still waiting for workers ", t->WorkersShortOf(0));
+      });
+  for (std::size_t k = 0; st.ok(); ++k) {
+    if (failed()) return t->failure;
+    if (t->served != step) {
       return absl::FailedPreconditionError(absl::StrCat(
-          t->Name(), ": step ", step, " is gone; this shard holds step ", t->completed));
+          t->Name(), ": step ", step, " is gone; this shard holds step ", t->served));
     }
+    if (k == t->chunks.size()) break;
+    st = Await(
+        *t, lock, deadline, gone,
+        [&] { return t->ChunkReady(k) || failed() || t->served != step; },
+        [&] {
+          return absl::StrCat(t->Name(), ": step ", step, " did not complete; still waiting for "
+                              "workers ", t->WorkersShortOf(t->ChunkEnd(k)), " to push elements [",
+                              t->slice.offset + t->ChunkBegin(k), ", ",
+                              t->slice.offset + t->ChunkEnd(k), ")");
+        });
+    if (!st.ok() || failed() || t->served != step) continue;  // said at the loop's top
     WorkOut(*t, k, lock);
     std::shared_ptr<const Bytes> values = t->values;  // held by the transport while it sends
     lock.unlock();
@@ -545,7 +677,7 @@ absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
     bytes_sent_ += n;
     lock.lock();
   }
-  return absl::OkStatus();
+  return st;
 }
 
 }  // namespace testbed

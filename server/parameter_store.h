@@ -1,28 +1,45 @@
 // The parameter server's core, with no gRPC in it: one shard's slices of the
 // tensors, synchronous steps, and the optimizers.
 //
-// A step of a tensor completes when all N workers have pushed it. Each push
-// keeps its chunks (moved in, not copied) until the push is complete and
-// valid, and only then joins the step, so a refused push changes nothing. The
-// shard then sums (or averages) the gradients and applies the optimizer to its
-// slice: NONE serves the sum itself (exactly the all-reduce result), SGD,
-// momentum and Adam serve the updated parameters (which start at zero). Each
-// optimizer is a rule of its own (common/optimizer.h), one instance per
-// tensor slice, applied a chunk at a time.
+// A step of a tensor completes when all N workers have pushed it. The shard
+// sums (or averages) the gradients and applies the optimizer to its slice:
+// NONE serves the sum itself (exactly the all-reduce result), SGD, momentum
+// and Adam serve the updated parameters (which start at zero). Each optimizer
+// is a rule of its own (common/optimizer.h), one instance per tensor slice,
+// applied a chunk at a time.
 //
-// The completed step is worked out chunk by chunk, by whichever pull first
-// needs a chunk: the N gradients of a chunk are summed in one pass, in worker
-// order (so the result does not depend on arrival order), and pulls stream the
-// first chunks while others are still being summed (one pass over the slice,
-// spread over the pulls' threads, rather than N passes after the last push).
-// Pulls get the values themselves, with a reference that keeps their memory
-// unchanged until released.
+// Full duplex, per chunk: a push joins its step at BeginPush (which refuses,
+// before anything joins, a push for a step that is complete or not open, a
+// second push by the same worker, and unknown tensors or workers), and each
+// chunk it stages (moved in, not copied) joins at once. Once all N workers
+// have joined a step it is served, and chunk c of its values can be worked out
+// as soon as all N have staged chunk c, long before the last push ends; so a
+// worker pulls chunk c while it still pushes chunk c+1, and its link carries
+// both directions at once (BytePS's argument). Chunks are the store's chunk
+// size (Options::chunk_bytes); a push may stage any pieces, in slice order.
+// A push is complete once its chunks cover the slice, and the step once every
+// push is: then every chunk is ready, and its pullers may push the next step.
 //
-// A pull of step t waits until step t is complete; the shard keeps only the
-// latest step, which is enough for synchronous workers (each pulls step t
-// before it pushes t+1, so step t+1 cannot complete under a pull of step t).
-// A step completed while the previous one is not fully worked out (a client
-// that pushes without pulling) finishes the previous one first.
+// Each chunk is worked out once, by whichever pull first needs it: its N
+// gradients are summed in one pass, in worker order, so results are
+// bit-identical whatever the arrival order or chunking. Pulls get the values
+// themselves, with a reference that keeps their memory unchanged until
+// released.
+//
+// A push that fails half-way (a chunk outside the slice or out of order, too
+// few elements at Commit, or a session dropped before Commit) is withdrawn
+// if its step is not served yet: nothing of it was used, and the worker may
+// push again. Once the step is served, chunks holding its gradient may have
+// gone out, so the step fails: its pulls (waiting or future) and pushes get
+// ABORTED naming the worker, never partial sums or a hang; the tensor must be
+// forgotten and declared again to go on.
+//
+// A pull of step t waits until step t is served, then for each chunk in turn;
+// the shard keeps only the latest step, which is enough for synchronous
+// workers (each pulls step t before it pushes t+1, so step t+1 is not served
+// until every worker finished pulling step t; a pull overtaken by the next
+// step fails). A step served while the previous one is not fully worked out
+// (a client that pushes without pulling) finishes the previous one first.
 //
 // A shard holds at most a stated number of bytes per tensor slice and in all
 // (Options; testbed-server --max-tensor-bytes, --max-total-tensor-bytes), by
@@ -106,8 +123,14 @@ class ParameterStore {
   // One worker's push of one step, chunk by chunk, in ascending order.
   class PushSession {
    public:
-    // Stages a chunk; offset in elements of the whole tensor. Refuses chunks
-    // outside the slice or out of order; nothing is applied before Commit().
+    // A session dropped before Commit fails its push (see the file comment).
+    ~PushSession();
+    PushSession(const PushSession&) = delete;
+    PushSession& operator=(const PushSession&) = delete;
+
+    // Stages a chunk; offset in elements of the whole tensor. A chunk outside
+    // the slice or out of order fails the push. A staged chunk joins the step
+    // at once: once every worker staged a store chunk, pulls may get it.
     // The string overload takes the bytes without copying them.
     absl::Status AddChunk(std::int64_t offset, std::string&& data);
     absl::Status AddChunk(std::int64_t offset, std::span<const std::byte> data);
@@ -116,8 +139,10 @@ class ParameterStore {
     // alive until the step's values no longer need them.
     absl::Status AddChunk(std::int64_t offset, std::span<const std::span<const std::byte>> pieces,
                           std::shared_ptr<const void> owner);
-    // Hands the staged gradient to the step; the last worker's commit
-    // completes it.
+    // Ends the push, which must have covered the slice (else it fails). A
+    // push counts as soon as its chunks cover the slice, and the last one
+    // completes the step: a worker that pulled every chunk of a step may push
+    // the next at once, even before the others' Commit calls.
     absl::Status Commit();
 
    private:
@@ -125,13 +150,15 @@ class ParameterStore {
     PushSession(ParameterStore& store, std::shared_ptr<Tensor> tensor, std::uint32_t worker,
                 std::uint64_t step)
         : store_(store), tensor_(std::move(tensor)), worker_(worker), step_(step) {}
+    // Withdraws the push, or fails its step, because of `why`.
+    void Fail(const absl::Status& why);
+
     ParameterStore& store_;
     std::shared_ptr<Tensor> tensor_;  // kept alive while the push runs
     std::uint32_t worker_;
     std::uint64_t step_;
     std::int64_t next_ = 0;  // elements of the slice staged so far
-    std::vector<std::span<const std::byte>> pieces_;  // staged, in slice order
-    std::vector<std::shared_ptr<const void>> owners_;  // keep pieces_ alive
+    bool finished_ = false;  // committed, withdrawn or failed
   };
 
   // Refuses a push for a step that is complete or not yet open, a second push
@@ -140,8 +167,9 @@ class ParameterStore {
                                                          std::uint32_t worker, std::uint64_t step);
 
   // Waits (until `deadline`, or until `gone` says the puller went away: it is
-  // asked every kGoneCheck) for step `step` to complete, then hands the
-  // slice's values to `emit` in order, in chunks of the store's chunk size.
+  // asked every kGoneCheck) for step `step` to be served, then hands the
+  // slice's values to `emit` in order, in chunks of the store's chunk size,
+  // each as soon as every worker has pushed it.
   // `data` stays valid and unchanged while a copy of `owner` is held, so a
   // transport may send it without copying; `emit` returns false to stop.
   using EmitChunk = std::function<bool(std::int64_t offset, std::span<const std::byte> data,
@@ -168,6 +196,13 @@ class ParameterStore {
  private:
   std::shared_ptr<Tensor> Find(const std::string& name);
   void WorkOut(Tensor& t, std::size_t chunk, std::unique_lock<std::mutex>& lock);
+  void ServeOpenStep(Tensor& t, std::unique_lock<std::mutex>& lock);
+  // Waits on t's changes until `done`, or fails: shutdown, the puller gone, or
+  // `deadline` passed (DEADLINE_EXCEEDED with `waiting_for`'s words).
+  absl::Status Await(Tensor& t, std::unique_lock<std::mutex>& lock,
+                     std::chrono::steady_clock::time_point deadline,
+                     const std::function<bool()>& gone, const std::function<bool()>& done,
+                     const std::function<std::string()>& waiting_for);
 
   const std::size_t chunk_bytes_;
   const std::int64_t max_tensor_bytes_, max_total_bytes_, max_tensors_;

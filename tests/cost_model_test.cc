@@ -67,11 +67,24 @@ TEST(CostModelTest, HandComputedRingTime) {
 
 TEST(CostModelTest, ParameterServerIsTwoRoundsThroughTheLargestShard) {
   const LinkModel link{50e-6, 8e-9};
+  // Slices of one chunk (512 KiB each): N slices in, then N out.
   const CostEstimate e = EstimateParameterServer(4, 2, kMiB, 4, link);
   EXPECT_EQ(e.round_bottleneck_bytes, (std::vector<std::int64_t>{2 * kMiB, 2 * kMiB}));
   EXPECT_NEAR(e.time_s, 2 * (50e-6 + 8e-9 * 2 * kMiB), 1e-12);
   // 3 floats over 2 shards: the larger slice has 2 of them.
   EXPECT_EQ(EstimateParameterServer(4, 2, 12, 4, link).bottleneck_bytes, 2 * 4 * 8);
+}
+
+// Full duplex: beyond one chunk, the pushes and the values share the time, so
+// a step costs N first chunks plus N slices, not 2 N slices.
+TEST(CostModelTest, ParameterServerOverlapsThePushesWithTheValuesBeyondOneChunk) {
+  const LinkModel link{50e-6, 8e-9};
+  const CostEstimate e = EstimateParameterServer(4, 1, 64 * kMiB, 4, link);
+  EXPECT_EQ(e.rounds, 2);
+  EXPECT_EQ(e.round_bottleneck_bytes, (std::vector<std::int64_t>{4 * kMiB, 4 * 64 * kMiB}));
+  EXPECT_NEAR(e.time_s, 2 * 50e-6 + 8e-9 * 4 * 65 * kMiB, 1e-12);
+  // Float64 chunks are 1 MiB too: 131072 whole elements.
+  EXPECT_EQ(EstimateParameterServer(2, 1, 4 * kMiB, 8, link).round_bottleneck_bytes[0], 2 * kMiB);
 }
 
 TEST(CostModelTest, FitRecoversAlphaAndBetaFromTheModelItself) {

@@ -65,7 +65,9 @@ TEST(CourseTableTest, ParameterServerNamesItsShardsAndShowsWireBytes) {
   ps.set_wire_bytes_sent_total(65 * kMiB);      // the pushes
   ps.set_wire_bytes_received_total(66 * kMiB);  // the pulls
   const std::string table = Table({ps});
-  EXPECT_NE(table.find("the server's link: N·M/S in, then N·M/S out = 64.0 MiB (S = 2)"),
+  // Full duplex: 4 first 1 MiB chunks, then 4 slices of 8 MiB in and out at once.
+  EXPECT_NE(table.find("the server's link: N first chunks in, then N·M/S in and out at once = "
+                       "36.0 MiB (S = 2)"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("| 131.0 MiB |"), std::string::npos) << table;

@@ -216,6 +216,95 @@ TEST_F(ParameterServerServiceTest, PushPullFromEveryWorkerGetsTheSum) {
   EXPECT_EQ(second, (std::vector<float>{4, 6}));
 }
 
+// One worker's PushPull stream, driven a chunk at a time.
+struct DuplexWorker {
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientReaderWriter<proto::PushChunk, proto::ValueChunk>> stream;
+
+  bool Write(const std::string& tensor, int worker, std::int64_t offset,
+             const std::vector<float>& data) {
+    proto::PushChunk chunk;
+    chunk.set_tensor(tensor);
+    chunk.set_worker(worker);
+    chunk.set_step(1);
+    chunk.set_offset(offset);
+    chunk.set_data(FloatBytes(data));
+    return stream->Write(chunk);
+  }
+};
+
+// Full duplex over a real channel: each worker gets the values of the first
+// chunk while the second is not yet pushed (a shard that read whole pushes
+// first would answer neither, and the reads would fail at the deadline).
+TEST_F(ParameterServerServiceTest, PushPullServesAChunkWhileThePushesAreStillUnderWay) {
+  constexpr std::int64_t kChunk = ParameterStore::kDefaultChunkBytes / sizeof(float);
+  ASSERT_TRUE(Declare(&kRight, "w", 2 * kChunk, 2).ok());
+  const auto part = [](int worker, std::int64_t from) {
+    std::vector<float> g(kChunk);
+    for (std::int64_t i = 0; i < kChunk; ++i) {
+      g[i] = static_cast<float>(worker * 10 + (from + i) % 7);
+    }
+    return g;
+  };
+  std::vector<DuplexWorker> workers(2);
+  for (int w = 0; w < 2; ++w) {
+    workers[w].context = Context(&kRight);
+    workers[w].stream = stub_->PushPull(workers[w].context.get());
+    ASSERT_TRUE(workers[w].Write("w", w, 0, part(w, 0)));
+  }
+  for (int w = 0; w < 2; ++w) {
+    proto::ValueChunk value;
+    ASSERT_TRUE(workers[w].stream->Read(&value));
+    EXPECT_EQ(value.offset(), 0);
+    const std::vector<float> got = Floats(value.data());
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(kChunk));
+    int wrong = 0;
+    for (std::int64_t i = 0; i < kChunk; ++i) {
+      wrong += got[i] != static_cast<float>(10 + 2 * (i % 7));
+    }
+    EXPECT_EQ(wrong, 0);
+  }
+  for (int w = 0; w < 2; ++w) {
+    ASSERT_TRUE(workers[w].Write("", w, kChunk, part(w, kChunk)));
+    workers[w].stream->WritesDone();
+  }
+  for (int w = 0; w < 2; ++w) {
+    proto::ValueChunk value;
+    ASSERT_TRUE(workers[w].stream->Read(&value));
+    EXPECT_EQ(value.offset(), kChunk);
+    EXPECT_EQ(Floats(value.data())[1], static_cast<float>(10 + 2 * ((kChunk + 1) % 7)));
+    EXPECT_FALSE(workers[w].stream->Read(&value));
+    const grpc::Status status = workers[w].stream->Finish();
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  }
+}
+
+// A push that breaks off after its step began to be served fails the other
+// workers' PushPull with the reason, not with partial values or a hang.
+TEST_F(ParameterServerServiceTest, APushThatBreaksOffFailsTheOthersPushPullNamingIt) {
+  constexpr std::int64_t kChunk = ParameterStore::kDefaultChunkBytes / sizeof(float);
+  ASSERT_TRUE(Declare(&kRight, "w", 2 * kChunk, 2).ok());
+  std::vector<DuplexWorker> workers(2);
+  for (int w = 0; w < 2; ++w) {
+    workers[w].context = Context(&kRight);
+    workers[w].stream = stub_->PushPull(workers[w].context.get());
+    ASSERT_TRUE(workers[w].Write("w", w, 0, std::vector<float>(kChunk, 1.0f)));
+  }
+  proto::ValueChunk value;
+  ASSERT_TRUE(workers[0].stream->Read(&value));  // the step is served
+  workers[1].Write("", 1, 5, {1.0f});            // out of order
+  workers[1].stream->WritesDone();
+  while (workers[1].stream->Read(&value)) EXPECT_NE(value.offset(), kChunk);
+  EXPECT_EQ(workers[1].stream->Finish().error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  workers[0].Write("", 0, kChunk, std::vector<float>(kChunk, 1.0f));
+  workers[0].stream->WritesDone();
+  while (workers[0].stream->Read(&value)) EXPECT_NE(value.offset(), kChunk);
+  const grpc::Status status = workers[0].stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_NE(status.error_message().find("worker 1's push broke off"), std::string::npos)
+      << status.error_message();
+}
+
 TEST_F(ParameterServerServiceTest, AnIncompleteStepTimesOutAndAnUnknownTensorIsNotFound) {
   ASSERT_TRUE(Declare(&kRight, "w", 2, 2).ok());
   ASSERT_TRUE(Push(&kRight, "w", 0, 1, {1, 2}).ok());

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <thread>
 
@@ -59,7 +60,11 @@ std::vector<float> Pull(ParameterStore& store, const std::string& name, std::uin
                                        out.insert(out.end(), f, f + data.size() / 4);
                                        return true;
                                      });
-  if (status) *status = st;
+  if (status) {
+    *status = st;
+  } else if (!st.ok()) {
+    ADD_FAILURE() << st;
+  }
   return out;
 }
 
@@ -353,6 +358,169 @@ TEST(ParameterStoreTest, StepsNobodyPulledStillApplyTheOptimizer) {
   }
   // Three steps of w -= 0.5 * (2 * g).
   EXPECT_EQ(Pull(store, "w", 3), (std::vector<float>{-3, -6, -9}));
+}
+
+// A pull that records what it gets, on a thread of its own, and says when its
+// first chunk came.
+class BackgroundPull {
+ public:
+  BackgroundPull(ParameterStore& store, const std::string& name, std::uint64_t step)
+      : thread_([this, &store, name, step] {
+          status_ = store.Pull(name, step, Clock::now() + std::chrono::seconds(10),
+                               [this](std::int64_t, std::span<const std::byte> data,
+                                      const std::shared_ptr<const void>&) {
+                                 {
+                                   std::lock_guard lock(mu_);
+                                   const float* f = reinterpret_cast<const float*>(data.data());
+                                   got_.insert(got_.end(), f, f + data.size() / 4);
+                                 }
+                                 cv_.notify_all();
+                                 return true;
+                               });
+          std::lock_guard lock(mu_);
+          ended_ = true;
+          cv_.notify_all();
+        }) {}
+  ~BackgroundPull() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // Waits (at most 10 s) until at least `count` values came or the pull ended.
+  std::vector<float> WaitFor(std::size_t count) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return got_.size() >= count || ended_; });
+    return got_;
+  }
+  std::vector<float> got() {
+    std::lock_guard lock(mu_);
+    return got_;
+  }
+  absl::Status Join() {
+    thread_.join();
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<float> got_;
+  bool ended_ = false;
+  absl::Status status_;
+  std::thread thread_;  // last: it uses the members above
+};
+
+// Full duplex: chunk 0 of a step is served as soon as every worker staged it,
+// while every push is still under way (a store that waited for whole pushes
+// would never serve it here: no push ends before the pull has chunk 0).
+TEST(ParameterStoreTest, AChunkIsServedOnceEveryWorkerStagedItBeforeAnyPushEnds) {
+  constexpr std::uint32_t kWorkers = 3;
+  ParameterStore store(/*chunk_bytes=*/8);  // chunks of 2 floats
+  ASSERT_TRUE(store.Declare(Spec("w", 6, kWorkers), 1, 0).ok());
+  std::vector<std::unique_ptr<ParameterStore::PushSession>> pushes;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    auto session = store.BeginPush("w", w, 1);
+    ASSERT_TRUE(session.ok()) << session.status();
+    pushes.push_back(*std::move(session));
+  }
+  const auto gradient = [](std::uint32_t w) {
+    std::vector<float> g(6);
+    for (int i = 0; i < 6; ++i) g[i] = static_cast<float>(100 * (w + 1) + i);
+    return g;
+  };
+  BackgroundPull pull(store, "w", 1);
+  for (std::uint32_t w = 0; w + 1 < kWorkers; ++w) {
+    ASSERT_TRUE(pushes[w]->AddChunk(0, Bytes(gradient(w)).subspan(0, 8)).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(pull.got().empty()) << "served before the last worker staged chunk 0";
+  ASSERT_TRUE(pushes[kWorkers - 1]->AddChunk(0, Bytes(gradient(kWorkers - 1)).subspan(0, 8)).ok());
+  EXPECT_EQ(pull.WaitFor(2), (std::vector<float>{600, 603}));
+  // The rest, in pieces of another size than the store's chunks.
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(pushes[w]->AddChunk(2, Bytes(gradient(w)).subspan(8, 12)).ok());
+    ASSERT_TRUE(pushes[w]->AddChunk(5, Bytes(gradient(w)).subspan(20, 4)).ok());
+    ASSERT_TRUE(pushes[w]->Commit().ok());
+  }
+  ASSERT_TRUE(pull.Join().ok());
+  EXPECT_EQ(pull.got(), (std::vector<float>{600, 603, 606, 609, 612, 615}));
+  EXPECT_EQ(Pull(store, "w", 1), pull.got());
+}
+
+// A push that breaks off once its step is served fails the step's pulls, the
+// waiting ones and later ones, naming the worker: no partial sum, no hang.
+TEST(ParameterStoreTest, APushThatFailsHalfWayFailsTheServedStepsPulls) {
+  for (const bool dropped : {false, true}) {
+    SCOPED_TRACE(dropped ? "session dropped" : "chunk out of order");
+    ParameterStore store(/*chunk_bytes=*/8);
+    ASSERT_TRUE(store.Declare(Spec("w", 4, 2), 1, 0).ok());
+    auto first = store.BeginPush("w", 0, 1);
+    auto second = store.BeginPush("w", 1, 1);
+    ASSERT_TRUE(first.ok() && second.ok());
+    ASSERT_TRUE((*first)->AddChunk(0, Bytes({1, 2})).ok());
+    ASSERT_TRUE((*second)->AddChunk(0, Bytes({10, 20})).ok());
+    BackgroundPull pull(store, "w", 1);
+    EXPECT_EQ(pull.WaitFor(2), (std::vector<float>{11, 22}));  // a whole chunk: all pushed it
+    if (dropped) {
+      second->reset();
+    } else {
+      EXPECT_EQ((*second)->AddChunk(3, Bytes({1})).code(), absl::StatusCode::kOutOfRange);
+    }
+    const absl::Status waiting = pull.Join();
+    EXPECT_EQ(waiting.code(), absl::StatusCode::kAborted) << waiting;
+    EXPECT_NE(waiting.message().find("step 1 failed: worker 1's push broke off after 2 of 4"),
+              std::string::npos)
+        << waiting;
+    EXPECT_EQ(pull.got(), (std::vector<float>{11, 22}));
+    absl::Status later;
+    EXPECT_TRUE(Pull(store, "w", 1, &later).empty());
+    EXPECT_EQ(later, waiting);
+    EXPECT_EQ((*first)->AddChunk(2, Bytes({3, 4})).code(), absl::StatusCode::kAborted);
+    EXPECT_EQ(store.BeginPush("w", 1, 1).status(), waiting);
+  }
+}
+
+// Before every worker joined a step nothing of it is used, so a push that
+// breaks off is withdrawn and the worker pushes the step again.
+TEST(ParameterStoreTest, APushDroppedBeforeItsStepIsServedIsWithdrawn) {
+  ParameterStore store(/*chunk_bytes=*/8);
+  ASSERT_TRUE(store.Declare(Spec("w", 4, 2), 1, 0).ok());
+  {
+    auto session = store.BeginPush("w", 0, 1);
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->AddChunk(0, Bytes({100, 100})).ok());
+  }  // dropped
+  ASSERT_TRUE(Push(store, "w", 0, 1, 0, {1, 2, 3, 4}).ok());
+  ASSERT_TRUE(Push(store, "w", 1, 1, 0, {10, 20, 30, 40}).ok());
+  EXPECT_EQ(Pull(store, "w", 1), (std::vector<float>{11, 22, 33, 44}));
+}
+
+// Each worker pushes on one thread while it pulls the same step on another,
+// for many steps: every value exact, whatever the interleaving.
+TEST(ParameterStoreTest, WorkersPushingWhileTheyPullGetTheExactSum) {
+  constexpr std::uint32_t kWorkers = 4;
+  constexpr int kCount = 1001, kSteps = 20;
+  ParameterStore store(/*chunk_bytes=*/40);
+  ASSERT_TRUE(store.Declare(Spec("w", kCount, kWorkers), 1, 0).ok());
+  std::vector<int> wrong(kWorkers, 0);
+  std::vector<std::thread> workers;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      for (std::uint64_t step = 1; step <= kSteps; ++step) {
+        std::vector<float> g(kCount);
+        for (int i = 0; i < kCount; ++i) g[i] = static_cast<float>(step * 1000 + w * 100 + i);
+        absl::Status pushed;
+        std::thread pusher([&] { pushed = Push(store, "w", w, step, 0, g, 7); });
+        const std::vector<float> sum = Pull(store, "w", step);
+        pusher.join();
+        if (!pushed.ok()) ++wrong[w];
+        for (int i = 0; i < kCount; ++i) {
+          const float want = static_cast<float>(kWorkers * (step * 1000 + i) + 600);
+          if (i >= static_cast<int>(sum.size()) || sum[i] != want) ++wrong[w];
+        }
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(kWorkers, 0));
 }
 
 TEST(ParameterStoreTest, DeclarationsMustAgree) {

@@ -4,6 +4,8 @@
 // sweep's N = 1 ps run cannot tell these apart (one worker's input already is
 // the sum), so the buffer here holds something else than the served values:
 // a gradient under SGD (served: -lr g), or one worker's part of a sum of two.
+// Full duplex: the client reads values while it still pushes, and a shard
+// serves a chunk before the pushes end (each fails on the code before it).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,7 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "proto/parameter_server.pb.h"
+#include <grpcpp/grpcpp.h>
+
+#include "allreduce/cost_model.h"
+#include "proto/credentials.h"
+#include "proto/parameter_server.grpc.pb.h"
 #include "server/in_process_shard.h"
 #include "worker/ps_client.h"
 
@@ -22,6 +28,10 @@ namespace testbed {
 namespace {
 
 const Credentials kCredentials{"job-1", "secret"};
+
+// The cost model's full-duplex estimate assumes the chunk both sides use.
+static_assert(PsClient::kChunkBytes == kParameterServerChunkBytes);
+static_assert(ParameterStore::kDefaultChunkBytes == kParameterServerChunkBytes);
 
 class PsClientTest : public ::testing::TestWithParam<int> {  // the number of shards
  protected:
@@ -106,8 +116,181 @@ TEST_P(PsClientTest, EachOfTwoWorkersGetsTheSum) {
   EXPECT_EQ(a->traffic().size(), static_cast<std::size_t>(GetParam()));
 }
 
+// Four workers, tensors of several chunks per shard, several steps: pushes
+// and pulls interleave chunk by chunk on every stream (the values of a chunk
+// overwrite pushed bytes while later chunks are still being pushed), and
+// every worker ends each step with the exact sum.
+TEST_P(PsClientTest, FourWorkersOverManyChunksAndStepsGetTheExactSum) {
+  constexpr std::int64_t kCount = 3 * (PsClient::kChunkBytes / sizeof(float)) + 12345;
+  constexpr std::uint32_t kWorkers = 4;
+  constexpr std::uint64_t kSteps = 3;
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    clients.push_back(Client());
+    ASSERT_TRUE(clients.back()->Declare(Tensor(kCount, kWorkers, proto::Optimizer::NONE)).ok());
+  }
+  const auto gradient = [](std::uint32_t w, std::uint64_t step, std::int64_t i) {
+    return static_cast<float>(step * 100 + w * 10 + i % 9);
+  };
+  std::vector<std::int64_t> wrong(kWorkers, 0);
+  std::vector<absl::Status> status(kWorkers);
+  std::vector<std::thread> threads;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      std::vector<float> data(kCount);
+      for (std::uint64_t step = 1; step <= kSteps && status[w].ok(); ++step) {
+        for (std::int64_t i = 0; i < kCount; ++i) data[i] = gradient(w, step, i);
+        status[w] = clients[w]->PushPull("t", w, step, Bytes(data));
+        for (std::int64_t i = 0; i < kCount; ++i) {
+          wrong[w] += data[i] != static_cast<float>(step * 400 + 60 + 4 * (i % 9));
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::uint32_t w = 0; w < kWorkers; ++w) EXPECT_TRUE(status[w].ok()) << status[w];
+  EXPECT_EQ(wrong, std::vector<std::int64_t>(kWorkers, 0));
+  std::uint64_t pushed = 0, pulled = 0;
+  for (const ShardTraffic& t : clients[0]->traffic()) {
+    pushed += t.bytes_pushed;
+    pulled += t.bytes_pulled;
+  }
+  EXPECT_EQ(pushed, kSteps * kCount * sizeof(float));
+  EXPECT_EQ(pulled, kSteps * kCount * sizeof(float));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shards, PsClientTest, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return "S" + std::to_string(info.param); });
+
+// End to end over a real channel: a PsClient worker and a worker that pushes
+// its second chunk only after it got the values of its first. A shard that
+// waited for whole pushes would serve neither (the second worker's read
+// fails at its deadline); full duplex serves chunk 0 at once.
+TEST(PsClientDuplexTest, AWorkerGetsChunkZeroBeforeItPushesChunkOne) {
+  absl::StatusOr<std::unique_ptr<InProcessShard>> shard =
+      InProcessShard::Start(kCredentials, std::chrono::seconds(10));
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  constexpr std::int64_t kChunk = ParameterStore::kDefaultChunkBytes / sizeof(float);
+  PsClient client({(*shard)->address()}, kCredentials, std::chrono::seconds(20));
+  proto::TensorSpec tensor;
+  tensor.set_name("t");
+  tensor.set_count(2 * kChunk);
+  tensor.set_dtype("float32");
+  tensor.set_workers(2);
+  ASSERT_TRUE(client.Declare(tensor).ok());
+  std::vector<float> mine(2 * kChunk);
+  for (std::int64_t i = 0; i < 2 * kChunk; ++i) mine[i] = static_cast<float>(i % 5);
+  absl::Status mine_status;
+  // Joined however the test ends: a failed assertion below must not leave it running.
+  std::jthread worker0([&] {
+    mine_status = client.PushPull("t", 0, 1, std::as_writable_bytes(std::span<float>(mine)));
+  });
+
+  auto stub = proto::ParameterServer::NewStub(
+      grpc::CreateChannel((*shard)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  AttachCredentials(kCredentials, context);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->PushPull(&context);
+  const auto push = [&](std::int64_t offset) {
+    proto::PushChunk chunk;
+    chunk.set_tensor("t");
+    chunk.set_worker(1);
+    chunk.set_step(1);
+    chunk.set_offset(offset);
+    std::vector<float> g(kChunk, 10.0f);
+    chunk.set_data(std::string(reinterpret_cast<const char*>(g.data()), g.size() * 4));
+    return stream->Write(chunk);
+  };
+  const auto expect_values = [&](std::int64_t offset) {
+    proto::ValueChunk value;
+    ASSERT_TRUE(stream->Read(&value)) << "no values of the chunk at " << offset;
+    ASSERT_EQ(value.offset(), offset);
+    ASSERT_EQ(value.data().size(), static_cast<std::size_t>(kChunk) * 4);
+    float first;
+    std::memcpy(&first, value.data().data(), 4);
+    EXPECT_EQ(first, static_cast<float>(offset % 5 + 10));
+  };
+  ASSERT_TRUE(push(0));
+  expect_values(0);
+  ASSERT_TRUE(push(kChunk));
+  stream->WritesDone();
+  expect_values(kChunk);
+  proto::ValueChunk none;
+  EXPECT_FALSE(stream->Read(&none));
+  const grpc::Status finished = stream->Finish();
+  EXPECT_TRUE(finished.ok()) << finished.error_message();
+  worker0.join();
+  ASSERT_TRUE(mine_status.ok()) << mine_status;
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < 2 * kChunk; ++i) wrong += mine[i] != static_cast<float>(i % 5 + 10);
+  EXPECT_EQ(wrong, 0);
+}
+
+// A shard that sends a whole slice's worth of values once it has the first
+// pushed chunk, and reads the rest of the push only after: its writes wait
+// for the client to read (gRPC's flow control), so a client that wrote its
+// whole push before reading anything would stall both sides until the
+// deadline. The values all belong to chunk 0, which it has received, so the
+// client overwrites only pushed bytes; 64 copies make up the slice's bytes.
+class ValuesFirstShard final : public proto::ParameterServer::Service {
+ public:
+  static constexpr std::int64_t kChunk = PsClient::kChunkBytes / sizeof(float);
+  static constexpr int kChunks = 64;
+
+  grpc::Status Declare(grpc::ServerContext*, const proto::DeclareRequest* request,
+                       proto::DeclareReply* reply) override {
+    reply->set_offset(0);
+    reply->set_count(request->tensor().count());
+    return grpc::Status::OK;
+  }
+  grpc::Status PushPull(grpc::ServerContext*,
+                        grpc::ServerReaderWriter<proto::ValueChunk, proto::PushChunk>* stream)
+      override {
+    proto::PushChunk chunk;
+    if (!stream->Read(&chunk) || chunk.offset() != 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no first chunk");
+    }
+    std::size_t received = chunk.data().size();
+    proto::ValueChunk value;
+    value.set_offset(0);
+    const std::vector<float> sevens(kChunk, 7.0f);
+    value.set_data(std::string(reinterpret_cast<const char*>(sevens.data()), kChunk * 4));
+    for (int c = 0; c < kChunks; ++c) {
+      if (!stream->Write(value)) return grpc::Status(grpc::StatusCode::ABORTED, "gone");
+    }
+    while (stream->Read(&chunk)) received += chunk.data().size();
+    if (received != static_cast<std::size_t>(kChunks * kChunk * 4)) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "the push was short");
+    }
+    return grpc::Status::OK;
+  }
+};
+
+// The client reads the values while it still writes its push.
+TEST(PsClientDuplexTest, TheClientReadsValuesWhileItStillPushes) {
+  ValuesFirstShard shard;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&shard);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  PsClient client({"127.0.0.1:" + std::to_string(port)}, kCredentials, std::chrono::seconds(5));
+  proto::TensorSpec tensor;
+  tensor.set_name("t");
+  tensor.set_count(ValuesFirstShard::kChunks * ValuesFirstShard::kChunk);
+  tensor.set_dtype("float32");
+  tensor.set_workers(1);
+  ASSERT_TRUE(client.Declare(tensor).ok());
+  std::vector<float> data(tensor.count(), 1.0f);
+  const absl::Status st =
+      client.PushPull("t", 0, 1, std::as_writable_bytes(std::span<float>(data)));
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(data[0], 7.0f);
+  EXPECT_EQ(data[ValuesFirstShard::kChunk - 1], 7.0f);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
 
 }  // namespace
 }  // namespace testbed

@@ -88,22 +88,10 @@ absl::Status PsClient::Forget(const std::string& tensor) {
   return absl::OkStatus();
 }
 
-absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t worker,
-                                 std::uint64_t step, std::span<std::byte> data,
-                                 LentSlices& lent) {
-  const Slice slice = slices_[s];
-  grpc::ClientContext context;
-  AttachCredentials(credentials_, context);
-  context.set_deadline(std::chrono::system_clock::now() + timeout_);
-  // Raw messages in the PushChunk / ValueChunk wire format (proto/chunk_wire.h):
-  // the generated stub would copy each payload twice more on each side.
-  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
-      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
-          channels_[s].get(), push_pull_[s], &context));
-  proto::PushChunk chunk;
-  chunk.set_tensor(tensor);
-  chunk.set_worker(worker);
-  chunk.set_step(step);
+std::uint64_t PsClient::WritePush(PushStream& stream, const proto::PushChunk& header,
+                                  const Slice& slice, std::span<std::byte> data,
+                                  LentSlices& lent) const {
+  proto::PushChunk chunk = header;
   const std::size_t begin = static_cast<std::size_t>(slice.offset) * element_;
   const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
   const std::size_t per_chunk = kChunkBytes / element_ * element_;
@@ -113,21 +101,65 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
     chunk.set_offset(slice.offset + static_cast<std::int64_t>(at / element_));
     // Lent, not copied: PushPull keeps `data` alive until gRPC lets go.
     const grpc::Slice payload = lent.Lend(data.data() + begin + at, n);
-    if (!stream->Write(EncodeChunk(chunk, kPushChunkPayloadField, std::span(&payload, 1)))) {
+    if (!stream.Write(EncodeChunk(chunk, kPushChunkPayloadField, std::span(&payload, 1)))) {
       break;  // the server ended the call: Finish says why
     }
-    traffic_[s].bytes_pushed += n;
     at += n;
     if (at == n && at > 0) {
       chunk.clear_tensor();  // only the first chunk needs to name them
     }
   } while (at < bytes);
-  stream->WritesDone();
+  stream.WritesDone();
+  return at;
+}
+
+// Full duplex: the push is written on a thread of its own while this one
+// reads the values, which the shard sends chunk by chunk as soon as every
+// worker has pushed that chunk; so this worker's link carries its gradient
+// out and the values in at the same time.
+absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t worker,
+                                 std::uint64_t step, std::span<std::byte> data,
+                                 LentSlices& lent) {
+  const Slice slice = slices_[s];
+  grpc::ClientContext context;
+  AttachCredentials(credentials_, context);
+  context.set_deadline(std::chrono::system_clock::now() + timeout_);
+  // Raw messages in the PushChunk / ValueChunk wire format (proto/chunk_wire.h):
+  // the generated stub would copy each payload twice more on each side.
+  std::unique_ptr<PushStream> stream(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          channels_[s].get(), push_pull_[s], &context));
+  proto::PushChunk header;
+  header.set_tensor(tensor);
+  header.set_worker(worker);
+  header.set_step(step);
+  std::uint64_t pushed = 0;
+  std::thread writer([&] { pushed = WritePush(*stream, header, slice, data, lent); });
+  std::uint64_t pulled = 0;
+  absl::Status read = ReadValues(*stream, s, slice, data, &pulled);
+  if (!read.ok()) context.TryCancel();  // ends the writer's writes too
+  writer.join();
+  traffic_[s].bytes_pushed += pushed;
+  traffic_[s].bytes_pulled += pulled;
+  const grpc::Status st = stream->Finish();
+  if (!read.ok()) return read;
+  if (!st.ok()) return ShardError(s, st);
+  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
+  if (pulled != bytes) {
+    return absl::DataLossError(absl::StrCat("parameter server shard ", s, " served ", pulled,
+                                            " of ", bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::ReadValues(PushStream& stream, int s, const Slice& slice,
+                                  std::span<std::byte> data, std::uint64_t* pulled) const {
+  const std::size_t begin = static_cast<std::size_t>(slice.offset) * element_;
+  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
   grpc::ByteBuffer message;
   proto::ValueChunk value;  // the header fields; the payload stays in slices
   ChunkPayload payload;
-  std::size_t pulled = 0;
-  while (stream->Read(&message)) {
+  while (stream.Read(&message)) {
     absl::Status decoded = DecodeChunk(message, kValueChunkPayloadField, &value, &payload);
     const std::size_t offset = static_cast<std::size_t>(value.offset()) * element_;
     if (decoded.ok() && (value.offset() < 0 || offset < begin || payload.bytes > bytes ||
@@ -135,26 +167,23 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
       decoded = absl::DataLossError("it sent values outside its slice");
     }
     if (!decoded.ok()) {
-      context.TryCancel();
       return absl::DataLossError(absl::StrCat("parameter server shard ", s, " at ", addresses_[s],
                                               ": ", decoded.message()));
     }
-    // Overwriting pushed bytes that gRPC may still reference is safe: the
-    // shard serves values only once it has received every push of the step,
-    // so the socket has taken them and gRPC will not read them again.
+    // The writer may still be pushing later chunks of `data`, and gRPC may
+    // still hold lent slices over the bytes these values overwrite. Both are
+    // safe: the shard serves the values of a chunk only once every worker,
+    // this one included, has pushed that chunk, so this worker's socket has
+    // sent those bytes and neither the writer nor gRPC reads them again (gRPC
+    // copies into the kernel, or into TLS records, before they leave; it sends
+    // from user memory without a copy only with TCP zero-copy, which is off).
+    // The values of a chunk never cover bytes of a chunk not yet pushed.
     std::byte* to = data.data() + offset;
     for (const grpc::Slice& piece : payload.slices) {
       std::memcpy(to, piece.begin(), piece.size());
       to += piece.size();
     }
-    pulled += payload.bytes;
-  }
-  traffic_[s].bytes_pulled += pulled;
-  const grpc::Status st = stream->Finish();
-  if (!st.ok()) return ShardError(s, st);
-  if (pulled != bytes) {
-    return absl::DataLossError(absl::StrCat("parameter server shard ", s, " served ", pulled,
-                                            " of ", bytes, " bytes"));
+    *pulled += payload.bytes;
   }
   return absl::OkStatus();
 }

@@ -1,7 +1,9 @@
 // A worker's view of the sharded parameter server: declares a tensor on every
 // shard, then runs synchronous steps - push the whole gradient, pull the whole
 // result - through all shards in parallel, each shard's slice as a stream of
-// chunks (gRPC's 4 MiB message cap never limits a tensor).
+// chunks (gRPC's 4 MiB message cap never limits a tensor). Push and pull run
+// at once on each shard's stream (full duplex): values of a chunk arrive as
+// soon as every worker pushed it, while later chunks are still being pushed.
 //
 // Payload bytes are counted per shard, as pushed and as pulled.
 //
@@ -60,8 +62,18 @@ class PsClient {
   };
   // `status` of a call to `shard`, as an error naming the shard and its address.
   absl::Status ShardError(std::size_t shard, const grpc::Status& status) const;
+  using PushStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+  // One shard's part of a step: its push written while its values are read.
   absl::Status ShardStep(int shard, const std::string& tensor, std::uint32_t worker,
                          std::uint64_t step, std::span<std::byte> data, LentSlices& lent);
+  // Writes `slice` of `data` as chunks after `header` (tensor, worker, step),
+  // then WritesDone; returns the payload bytes written.
+  std::uint64_t WritePush(PushStream& stream, const proto::PushChunk& header, const Slice& slice,
+                          std::span<std::byte> data, LentSlices& lent) const;
+  // Reads the values of `slice` into `data` until the stream ends, counting
+  // their bytes in `pulled`; an error if shard `shard` sent a bad chunk.
+  absl::Status ReadValues(PushStream& stream, int shard, const Slice& slice,
+                          std::span<std::byte> data, std::uint64_t* pulled) const;
   // (Re)opens one channel per shard; dropping the old ones closes their connections.
   void Connect();
   // Returns once gRPC holds none of `lent`, closing the connections if it
