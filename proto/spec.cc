@@ -15,11 +15,19 @@ namespace testbed {
 bool UsesParameterServer(const proto::ExperimentSpec& spec) {
   for (const std::string& name : spec.algorithms()) {
     // auto may choose ps (for sums), so its shards must be there.
-    if (name == kAutoAlgorithm && spec.op() != "min" && spec.op() != "max") return true;
+    if (name == kAutoAlgorithm && ParameterServerCanReduce(spec)) return true;
     const Collective* c = FindCollective(name);
     if (c != nullptr && c->runs_on_parameter_server()) return true;
   }
   return false;
+}
+
+bool ParameterServerCanReduce(const proto::ExperimentSpec& spec) {
+  return spec.op().empty() || spec.op() == "sum";
+}
+
+std::int64_t ElementBytes(const proto::ExperimentSpec& spec) {
+  return static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
 }
 
 void ApplyDefaults(proto::ExperimentSpec& spec) {
@@ -47,7 +55,7 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
       return bad("unknown algorithm '", name, "' (choose from ", CollectiveNames(Kinds::kAll),
                  reader == SpecReader::kCli ? ", auto" : "", ")");
     }
-    if (c->runs_on_parameter_server() && spec.op() != "sum") {
+    if (c->runs_on_parameter_server() && !ParameterServerCanReduce(spec)) {
       return bad(name, " aggregates sums only, not ", spec.op());
     }
   }

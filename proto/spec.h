@@ -10,8 +10,16 @@
 
 namespace testbed {
 
-// Whether the spec runs the parameter server.
+// Whether the spec runs the parameter server (ps, or auto where it may
+// choose ps).
 bool UsesParameterServer(const proto::ExperimentSpec& spec);
+
+// Whether ps can compute the spec's reduction: the shards aggregate sums
+// only (an unset op is the default, sum).
+bool ParameterServerCanReduce(const proto::ExperimentSpec& spec);
+
+// Bytes per element of the spec's dtype. The spec must be valid.
+std::int64_t ElementBytes(const proto::ExperimentSpec& spec);
 
 // Fills the documented defaults (iterations 10, dtype float32, op sum, ...).
 void ApplyDefaults(proto::ExperimentSpec& spec);

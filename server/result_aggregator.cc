@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
 #include "allreduce/collective.h"
-#include "allreduce/data_type.h"
 #include "proto/spec.h"
 
 namespace testbed {
@@ -110,7 +109,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
     const std::int64_t m = first.bytes();
     row.set_servers(spec.servers());
     for (std::uint64_t bytes : per_shard) row.add_shard_payload_bytes(bytes);
-    const auto element = static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
+    const std::int64_t element = ElementBytes(spec);
     for (std::uint32_t s = 0; s < spec.servers(); ++s) {
       const Chunk slice = ChunkOf(m / element, static_cast<int>(spec.servers()), static_cast<int>(s));
       row.add_shard_theory_bytes(2 * static_cast<std::uint64_t>(n) * slice.count * element);

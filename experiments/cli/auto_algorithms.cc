@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "allreduce/collective.h"
-#include "allreduce/data_type.h"
 #include "experiments/results/row_fits.h"
+#include "proto/spec.h"
 
 namespace testbed {
 namespace {
@@ -25,7 +25,7 @@ bool NamesAuto(const proto::ExperimentSpec& spec) {
 std::vector<std::string> AutoCandidates(const proto::ExperimentSpec& spec) {
   std::vector<std::string> names;
   for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) {
-    if (c->runs_on_parameter_server() && spec.op() != "sum") continue;
+    if (c->runs_on_parameter_server() && !ParameterServerCanReduce(spec)) continue;
     names.emplace_back(c->name);
   }
   return names;
@@ -37,10 +37,9 @@ proto::ExperimentSpec CalibrationSpec(const proto::ExperimentSpec& spec) {
                                     "(calibration for auto)"));
   calibration.clear_algorithms();
   for (const std::string& name : AutoCandidates(spec)) calibration.add_algorithms(name);
-  const auto element = static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
   calibration.clear_sizes();
   const std::vector<std::int64_t> sizes(spec.sizes().begin(), spec.sizes().end());
-  for (std::int64_t bytes : CalibrationSizes(sizes, element, kCalibrationCapBytes)) {
+  for (std::int64_t bytes : CalibrationSizes(sizes, ElementBytes(spec), kCalibrationCapBytes)) {
     calibration.add_sizes(bytes);
   }
   calibration.set_iterations(10);

@@ -1,6 +1,7 @@
 #include "experiments/cli/submission.h"
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <iostream>
 #include <optional>
@@ -8,11 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/cost_model.h"
-#include "allreduce/data_type.h"
 #include "common/link_units.h"
 #include "absl/strings/str_join.h"
 #include "experiments/cli/auto_algorithms.h"
 #include "experiments/cli/experiment_client.h"
+#include "proto/spec.h"
 
 namespace testbed {
 namespace {
@@ -43,6 +44,20 @@ std::string RandomHex(int bytes) {
 
 namespace {
 
+// Submits `spec` so that Ctrl-C cancels it; `on_row` gets each row and the
+// call's context (to cancel it too).
+absl::Status SubmitCancellable(
+    const proto::ExperimentSpec& spec, const SubmissionTarget& target, Interrupter& interrupter,
+    const std::function<void(const proto::ResultRow&, grpc::ClientContext&)>& on_row) {
+  grpc::ClientContext context;
+  interrupter.SetCurrent(&context);
+  const absl::Status status = SubmitExperiment(
+      target.coordinator, target.credentials, target.tls, spec, target.wait_for_workers_s,
+      context, [&](const proto::ResultRow& row) { on_row(row, context); }, std::cerr);
+  interrupter.SetCurrent(nullptr);
+  return status;
+}
+
 // Submits one spec and records its rows; a row of a size in `chosen_by` says
 // why auto chose it. An error is returned as a status.
 absl::Status SubmitOnce(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
@@ -55,26 +70,20 @@ absl::Status SubmitOnce(const ExperimentFlags& flags, const proto::ExperimentSpe
     }
   }
   const std::optional<LinkModel> model = SpecLinkModel(spec);
-  grpc::ClientContext context;
-  interrupter.SetCurrent(&context);
   absl::Status write_error;
-  const absl::Status status = SubmitExperiment(
-      target.coordinator, target.credentials, target.tls, spec, target.wait_for_workers_s,
-      context,
-      [&](const proto::ResultRow& measured) {
-        proto::ResultRow row = measured;
-        if (model) AddModelTime(*model, row);
-        if (auto it = chosen_by.find(row.bytes()); it != chosen_by.end()) {
-          row.set_chosen_by(it->second);
-        }
-        sink.Add(row);
-        if (!results_file.is_open() || !write_error.ok()) return;
-        write_error = results_file.Append(row);
-        // Measuring on with nowhere to keep the results only wastes the run.
-        if (!write_error.ok()) context.TryCancel();
-      },
-      std::cerr);
-  interrupter.SetCurrent(nullptr);
+  const auto record = [&](const proto::ResultRow& measured, grpc::ClientContext& context) {
+    proto::ResultRow row = measured;
+    if (model) AddModelTime(*model, row);
+    if (auto it = chosen_by.find(row.bytes()); it != chosen_by.end()) {
+      row.set_chosen_by(it->second);
+    }
+    sink.Add(row);
+    if (!results_file.is_open() || !write_error.ok()) return;
+    write_error = results_file.Append(row);
+    // Measuring on with nowhere to keep the results only wastes the run.
+    if (!write_error.ok()) context.TryCancel();
+  };
+  const absl::Status status = SubmitCancellable(spec, target, interrupter, record);
   return write_error.ok() ? status : write_error;
 }
 
@@ -94,13 +103,9 @@ absl::StatusOr<std::vector<proto::ResultRow>> TuningRows(const ExperimentFlags& 
   std::cerr << "testbed: auto: calibrating " << absl::StrJoin(calibration.algorithms(), ", ")
             << " at " << absl::StrJoin(calibration.sizes(), ", ") << " bytes" << std::endl;
   std::vector<proto::ResultRow> rows;
-  grpc::ClientContext context;
-  interrupter.SetCurrent(&context);
-  const absl::Status status = SubmitExperiment(
-      target.coordinator, target.credentials, target.tls, calibration,
-      target.wait_for_workers_s, context,
-      [&](const proto::ResultRow& row) { rows.push_back(row); }, std::cerr);
-  interrupter.SetCurrent(nullptr);
+  const absl::Status status = SubmitCancellable(
+      calibration, target, interrupter,
+      [&](const proto::ResultRow& row, grpc::ClientContext&) { rows.push_back(row); });
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("auto's calibration run: ", status.message()));
   }
@@ -121,10 +126,10 @@ absl::Status SubmitWithAuto(const ExperimentFlags& flags, const proto::Experimen
     std::cerr << "testbed: auto: " << f.algorithm << " alpha " << f.link.alpha_s * 1e6
               << " us, beta " << f.link.beta_s_per_byte * 1e9 << " ns/byte" << std::endl;
   }
-  const auto element = static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
   const std::vector<std::int64_t> sizes(spec.sizes().begin(), spec.sizes().end());
-  absl::StatusOr<std::vector<AlgorithmChoice>> choices = ChooseAlgorithms(
-      *fitted, static_cast<int>(spec.workers()), static_cast<int>(spec.servers()), sizes, element);
+  absl::StatusOr<std::vector<AlgorithmChoice>> choices =
+      ChooseAlgorithms(*fitted, static_cast<int>(spec.workers()),
+                       static_cast<int>(spec.servers()), sizes, ElementBytes(spec));
   if (!choices.ok()) return choices.status();
   for (const AlgorithmChoice& choice : *choices) {
     std::cerr << "testbed: auto: " << choice.bytes << " bytes: " << DescribeChoice(choice, source)
