@@ -1,5 +1,8 @@
 #include "allreduce/data_type.h"
 
+#include <Eigen/Core>
+
+#include <cmath>
 #include <cstring>
 
 #include "allreduce/reduce_functors.h"
@@ -16,6 +19,28 @@ void ReduceTyped(std::byte* dst, const std::byte* src, std::int64_t count, Combi
   for (std::int64_t i = 0; i < count; ++i) out[i] = combine(out[i], in[i]);
 }
 
+// binary16 bits to and from float, through Eigen::half (round to nearest,
+// ties to even); a NaN becomes CUDA's canonical 0x7fff (data_type.h).
+float WidenHalf(std::uint16_t bits) {
+  return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+}
+
+std::uint16_t RoundToHalf(float value) {
+  if (std::isnan(value)) return 0x7fff;
+  return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(value));
+}
+
+// Halves travel as their bits; each is widened, combined in float and
+// rounded back.
+template <typename Combine>
+void ReduceHalves(std::byte* dst, const std::byte* src, std::int64_t count, Combine combine) {
+  auto* out = reinterpret_cast<std::uint16_t*>(dst);
+  const auto* in = reinterpret_cast<const std::uint16_t*>(src);
+  for (std::int64_t i = 0; i < count; ++i) {
+    out[i] = RoundToHalf(combine(WidenHalf(out[i]), WidenHalf(in[i])));
+  }
+}
+
 template <typename T>
 void ReduceWithOp(ReduceOp op, std::byte* dst, const std::byte* src, std::int64_t count) {
   switch (op) {
@@ -25,6 +50,18 @@ void ReduceWithOp(ReduceOp op, std::byte* dst, const std::byte* src, std::int64_
   }
 }
 
+void ReduceHalvesWithOp(ReduceOp op, std::byte* dst, const std::byte* src,
+                        std::int64_t count) {
+  switch (op) {
+    case ReduceOp::kSum: return ReduceHalves(dst, src, count, reduce::Sum());
+    case ReduceOp::kMin: return ReduceHalves(dst, src, count, reduce::Min());
+    case ReduceOp::kMax: return ReduceHalves(dst, src, count, reduce::Max());
+  }
+}
+
+constexpr DataType kEveryDataType[] = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                                       DataType::kFloat16};
+
 }  // namespace
 
 std::size_t ElementSize(DataType type) {
@@ -32,6 +69,7 @@ std::size_t ElementSize(DataType type) {
     case DataType::kFloat32: return 4;
     case DataType::kFloat64: return 8;
     case DataType::kInt32: return 4;
+    case DataType::kFloat16: return 2;
   }
   return 0;
 }
@@ -41,6 +79,7 @@ std::string_view Name(DataType type) {
     case DataType::kFloat32: return "float32";
     case DataType::kFloat64: return "float64";
     case DataType::kInt32: return "int32";
+    case DataType::kFloat16: return "float16";
   }
   return "?";
 }
@@ -55,10 +94,19 @@ std::string_view Name(ReduceOp op) {
 }
 
 std::optional<DataType> ParseDataType(std::string_view name) {
-  for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32}) {
+  for (DataType t : kEveryDataType) {
     if (Name(t) == name) return t;
   }
   return std::nullopt;
+}
+
+std::string DataTypeNames() {
+  std::string names;
+  for (DataType t : kEveryDataType) {
+    if (!names.empty()) names += ", ";
+    names += Name(t);
+  }
+  return names;
 }
 
 std::optional<ReduceOp> ParseReduceOp(std::string_view name) {
@@ -74,6 +122,11 @@ double LoadElement(DataType type, const std::byte* buffer, std::int64_t index) {
     case DataType::kFloat32: { float v; std::memcpy(&v, at, sizeof v); return v; }
     case DataType::kFloat64: { double v; std::memcpy(&v, at, sizeof v); return v; }
     case DataType::kInt32: { std::int32_t v; std::memcpy(&v, at, sizeof v); return v; }
+    case DataType::kFloat16: {
+      std::uint16_t v;
+      std::memcpy(&v, at, sizeof v);
+      return WidenHalf(v);
+    }
   }
   return 0;
 }
@@ -84,6 +137,11 @@ void StoreElement(DataType type, std::byte* buffer, std::int64_t index, double v
     case DataType::kFloat32: { const float v = static_cast<float>(value); std::memcpy(at, &v, sizeof v); return; }
     case DataType::kFloat64: { std::memcpy(at, &value, sizeof value); return; }
     case DataType::kInt32: { const auto v = static_cast<std::int32_t>(value); std::memcpy(at, &v, sizeof v); return; }
+    case DataType::kFloat16: {
+      const std::uint16_t v = RoundToHalf(static_cast<float>(value));
+      std::memcpy(at, &v, sizeof v);
+      return;
+    }
   }
 }
 
@@ -93,6 +151,7 @@ void ReduceInto(DataType type, ReduceOp op, std::byte* dst, const std::byte* src
     case DataType::kFloat32: return ReduceWithOp<float>(op, dst, src, count);
     case DataType::kFloat64: return ReduceWithOp<double>(op, dst, src, count);
     case DataType::kInt32: return ReduceWithOp<std::int32_t>(op, dst, src, count);
+    case DataType::kFloat16: return ReduceHalvesWithOp(op, dst, src, count);
   }
 }
 

@@ -67,6 +67,26 @@ std::size_t AutoSegmentBytes(std::int64_t message_bytes) {
   return static_cast<std::size_t>(std::clamp(message_bytes / 16, kSmallest, kLargest));
 }
 
+// Staged, a whole step is copied down before any of it is sent and up only
+// after all of it arrived: both copies are exposed, in full. Cut into
+// segments, only the first segment's copy down and the last one's copy up
+// are; the rest hide behind the wire, since a pinned copy runs several times
+// faster than a send over TCP. So a staged message is always segmented, within
+// AutoSegmentBytes's bounds, which were measured for what a message costs:
+// M/16, at least a quarter of a MiB (smaller segments were slower than whole
+// steps over TCP and shared memory: each one pays a message's latency) and at
+// most 4 MiB (so the exposed copies stay two segments, a few hundred
+// microseconds at PCIe speed against tens of milliseconds on the wire for
+// the messages that reach it). Below 4 MiB messages, where AutoSegmentBytes
+// leaves whole steps, a step no longer than the quarter MiB still goes as one
+// segment: no more messages than whole steps, and pipelined across rounds.
+// The figures of the GPU machine (experiments/gpu/check.sh) are what to
+// revisit it against.
+std::size_t StagedSegmentBytes(std::int64_t message_bytes) {
+  constexpr std::int64_t kSmallest = std::int64_t{256} << 10;
+  return std::max<std::size_t>(AutoSegmentBytes(message_bytes), kSmallest);
+}
+
 SegmentPlan PlanSegments(const Schedule& schedule, std::int64_t segment_elements) {
   SegmentPlan plan;
   plan.segment_elements = segment_elements;

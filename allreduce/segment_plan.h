@@ -64,6 +64,12 @@ std::int64_t SegmentElements(std::size_t segment_bytes, std::size_t element_size
 // per rank; 0 means whole steps (see the definition for why).
 std::size_t AutoSegmentBytes(std::int64_t message_bytes);
 
+// The segment size for memory staged through host memory (device memory on
+// a UCX without CUDA) when none was asked for: never 0, since whole steps
+// would expose every copy down before a send and up after a receive; see the
+// definition for the size.
+std::size_t StagedSegmentBytes(std::int64_t message_bytes);
+
 // Cuts `schedule` (which must be valid) into segments of `segment_elements`.
 SegmentPlan PlanSegments(const Schedule& schedule, std::int64_t segment_elements);
 

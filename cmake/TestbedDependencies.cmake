@@ -41,7 +41,7 @@ testbed_require(ucx CONFIG APT libucx-dev)
 testbed_require(GTest APT libgtest-dev libgmock-dev)
 testbed_require(CLI11 CONFIG APT libcli11-dev)
 testbed_require(spdlog CONFIG APT libspdlog-dev)
-testbed_require(Eigen3 CONFIG APT libeigen3-dev)  # testbed train: the MLP's matrices
+testbed_require(Eigen3 CONFIG APT libeigen3-dev)  # the MLP's matrices; Eigen::half for float16
 testbed_require(ZLIB APT zlib1g-dev)               # testbed train: gzipped IDX files
 find_package(Threads REQUIRED)
 # Debian's cpp-httplib ships pkg-config metadata, no CMake config.

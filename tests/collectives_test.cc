@@ -1,7 +1,8 @@
 // Every collective x world size 1..17 x element count {0, 1, N-1, N+1,
-// 1000003} x data type, run over the in-process transport: every rank ends
-// with the exact result, and the payload the transport counted equals the
-// closed form of DESIGN.md, as do the rounds.
+// 1000003} x data type (float16 on eight of the world sizes), run over the
+// in-process transport: every rank ends with the exact result, and the
+// payload the transport counted equals the closed form of DESIGN.md, as do
+// the rounds.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -137,6 +138,30 @@ INSTANTIATE_TEST_SUITE_P(
                                          DataType::kInt32)),
     CrossName);
 
+// float16 (inputs that sum exactly in half: expected_values.h), on fewer
+// world sizes than the wider types - the schedules are the same, only the
+// element size and the reduction's rounding differ.
+INSTANTIATE_TEST_SUITE_P(
+    AllCollectivesFloat16, CollectiveCrossProduct,
+    ::testing::Combine(::testing::ValuesIn(CollectiveNamesForTests()),
+                       ::testing::Values(1, 2, 3, 4, 5, 8, 13, 17),
+                       ::testing::Values(CountKind::kZero, CountKind::kOne, CountKind::kNMinus1,
+                                         CountKind::kNPlus1, CountKind::kLarge),
+                       ::testing::Values(DataType::kFloat16)),
+    CrossName);
+
+// float16 where its inputs change shape (expected_values.h): from N = 20 the
+// index period shrinks, from N = 63 the ranks repeat; still exact.
+TEST(CollectiveFloat16, ExactAtWorldSizesWhereTheInputsShrink) {
+  for (const Collective* collective : CollectivesOf(Kinds::kScheduledAllReduce)) {
+    if (std::string_view(collective->name) == "naive") continue;  // N^2 copies at N = 64
+    for (int n : {20, 40, 64}) {
+      SCOPED_TRACE(std::string(collective->name) + " N=" + std::to_string(n));
+      RunAndCheck(*collective, n, 1001, DataType::kFloat16, ReduceOp::kSum, 0);
+    }
+  }
+}
+
 // Min and max, for every collective that reduces (from the registry).
 // Segmented (pipelined) runs of every collective: exact values and exact
 // payload, as round by round, for counts that do not divide into segments,
@@ -168,6 +193,8 @@ TEST_P(SegmentedCollective, ExactAndBitIdenticalToRoundByRound) {
   RunAndCheck(*collective, n, count, DataType::kFloat32, ReduceOp::kSum, root, MemoryType::kHost,
               segment);
   RunAndCheck(*collective, n, count, DataType::kFloat64, ReduceOp::kSum, root, MemoryType::kHost,
+              segment);
+  RunAndCheck(*collective, n, count, DataType::kFloat16, ReduceOp::kSum, root, MemoryType::kHost,
               segment);
 
   const std::vector<Bytes> inputs = OrderSensitiveInputs(n, count);
@@ -233,6 +260,7 @@ TEST_P(CollectiveReduceOps, ExactResult) {
   const Collective* collective = FindCollective(name);
   ASSERT_NE(collective, nullptr);
   RunAndCheck(*collective, n, 1001, DataType::kFloat32, op, 0);
+  RunAndCheck(*collective, n, 1001, DataType::kFloat16, op, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "allreduce/collective.h"
+#include "allreduce/data_type.h"
 #include "allreduce/inprocess_run.h"
 #include "allreduce/memory.h"
 
@@ -74,6 +75,21 @@ std::vector<T> Awkward(std::size_t count, int seed) {
   return values;
 }
 
+// float16 inputs: Awkward<float>'s values stored as halves (1/3 rounds, the
+// float subnormal flushes to zero, NaN stays NaN), and every seventh element
+// one of half's own edges: the largest half, whose sums overflow to
+// infinity, and the smallest subnormal half.
+Bytes AwkwardHalves(std::size_t count, int seed) {
+  const std::vector<float> values = Awkward<float>(count, seed);
+  Bytes bytes(count * ElementSize(DataType::kFloat16));
+  for (std::size_t i = 0; i < count; ++i) {
+    double value = values[i];
+    if ((i + seed) % 7 == 3) value = (i / 7) % 2 == 0 ? 65504.0 : std::ldexp(1.0, -24);
+    StoreElement(DataType::kFloat16, bytes.data(), static_cast<std::int64_t>(i), value);
+  }
+  return bytes;
+}
+
 template <typename T>
 Bytes AsBytes(const std::vector<T>& values) {
   Bytes bytes(values.size() * sizeof(T));
@@ -89,11 +105,24 @@ class CudaDevice : public ::testing::Test {
   }
 };
 
-template <typename T>
+// Inputs of `type` for the bit-identity checks.
+Bytes AwkwardBytes(DataType type, std::size_t count, int seed) {
+  switch (type) {
+    case DataType::kFloat32: return AsBytes(Awkward<float>(count, seed));
+    case DataType::kFloat64: return AsBytes(Awkward<double>(count, seed));
+    case DataType::kInt32: return AsBytes(Awkward<std::int32_t>(count, seed));
+    case DataType::kFloat16: return AwkwardHalves(count, seed);
+  }
+  return {};
+}
+
+constexpr DataType kEveryType[] = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                                   DataType::kFloat16};
+
 void ExpectKernelMatchesHost(DataType type) {
   constexpr std::size_t kCount = 1'000'003;  // not a multiple of any block size
-  const Bytes a = AsBytes(Awkward<T>(kCount, 1));
-  const Bytes b = AsBytes(Awkward<T>(kCount, 2));
+  const Bytes a = AwkwardBytes(type, kCount, 1);
+  const Bytes b = AwkwardBytes(type, kCount, 2);
   const MemoryOps& device = MemoryOpsFor(MemoryType::kCuda);
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
     SCOPED_TRACE(std::string(Name(type)) + " " + std::string(Name(op)));
@@ -111,9 +140,7 @@ void ExpectKernelMatchesHost(DataType type) {
 }
 
 TEST_F(CudaDevice, KernelsAreBitIdenticalToTheHostLoop) {
-  ExpectKernelMatchesHost<float>(DataType::kFloat32);
-  ExpectKernelMatchesHost<double>(DataType::kFloat64);
-  ExpectKernelMatchesHost<std::int32_t>(DataType::kInt32);
+  for (DataType type : kEveryType) ExpectKernelMatchesHost(type);
 }
 
 // Every scheduled collective, in device and in pinned memory, gives the
@@ -121,15 +148,11 @@ TEST_F(CudaDevice, KernelsAreBitIdenticalToTheHostLoop) {
 TEST_F(CudaDevice, EveryCollectiveGivesTheHostsBytesInPinnedAndDeviceMemory) {
   for (const Collective* collective : CollectivesOf(Kinds::kScheduled)) {
     for (int n : {2, 3, 4}) {
-      for (DataType type : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32}) {
+      for (DataType type : kEveryType) {
         SCOPED_TRACE(std::string(collective->name) + " N=" + std::to_string(n) + " " +
                      std::string(Name(type)));
         std::vector<Bytes> inputs;
-        for (int r = 0; r < n; ++r) {
-          inputs.push_back(type == DataType::kInt32 ? AsBytes(Awkward<std::int32_t>(10007, r))
-                           : type == DataType::kFloat32 ? AsBytes(Awkward<float>(10007, r))
-                                                        : AsBytes(Awkward<double>(10007, r)));
-        }
+        for (int r = 0; r < n; ++r) inputs.push_back(AwkwardBytes(type, 10007, r));
         InProcessRunOptions options;
         options.type = type;
         const InProcessRun host = RunInProcess(*collective, inputs, options);

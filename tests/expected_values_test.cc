@@ -34,15 +34,19 @@ constexpr std::int64_t kCount = 13;  // chunks of 4, 3, 3, 3: uneven on purpose
 constexpr int kRoot = 2;             // not 0, so that "the root" cannot be confused with rank 0
 
 // Written out independently of expected_values.h: rank r contributes
-// r + 1 + 16 (i mod 97) at element i.
-double Input(int rank, std::int64_t i) { return rank + 1 + 16.0 * static_cast<double>(i % 97); }
+// r + 1 + 16 (i mod 97) at element i; in float16, whose sums must stay
+// integers up to 2048, r + 1 + (i mod 97) (at N = 4 the sums reach 394).
+double Input(DataType type, int rank, std::int64_t i) {
+  const double step = type == DataType::kFloat16 ? 1 : 16;
+  return rank + 1 + step * static_cast<double>(i % 97);
+}
 
-double Reduction(ReduceOp op, std::int64_t i) {
-  double sum = 0, lo = Input(0, i), hi = Input(0, i);
+double Reduction(DataType type, ReduceOp op, std::int64_t i) {
+  double sum = 0, lo = Input(type, 0, i), hi = Input(type, 0, i);
   for (int r = 0; r < kWorld; ++r) {
-    sum += Input(r, i);
-    lo = std::min(lo, Input(r, i));
-    hi = std::max(hi, Input(r, i));
+    sum += Input(type, r, i);
+    lo = std::min(lo, Input(type, r, i));
+    hi = std::max(hi, Input(type, r, i));
   }
   switch (op) {
     case ReduceOp::kSum: return sum;
@@ -76,13 +80,13 @@ bool Checked(Semantics s, int r, std::int64_t i) {
   }
 }
 
-double Expected(Semantics s, ReduceOp op, std::int64_t i) {
+double Expected(DataType type, Semantics s, ReduceOp op, std::int64_t i) {
   switch (s) {
     case Semantics::kAllReduce:
     case Semantics::kReduceScatter:
-    case Semantics::kReduce: return Reduction(op, i);
-    case Semantics::kBroadcast: return Input(kRoot, i);
-    case Semantics::kAllGather: return Input(Owner(i), i);
+    case Semantics::kReduce: return Reduction(type, op, i);
+    case Semantics::kBroadcast: return Input(type, kRoot, i);
+    case Semantics::kAllGather: return Input(type, Owner(i), i);
   }
   return 0;
 }
@@ -126,7 +130,7 @@ class CheckResultsOracle : public ::testing::TestWithParam<Param> {
     for (int r = 0; r < kWorld; ++r) {
       for (std::int64_t i = 0; i < kCount; ++i) {
         if (Checked(semantics(), r, i)) {
-          ASSERT_EQ(Get(r, i), Expected(semantics(), op(), i)) << "rank " << r << " element " << i;
+          ASSERT_EQ(Get(r, i), Expected(type(), semantics(), op(), i)) << "rank " << r << " element " << i;
         }
       }
     }
@@ -292,7 +296,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Semantics::kAllReduce, Semantics::kReduceScatter,
                                          Semantics::kAllGather, Semantics::kBroadcast,
                                          Semantics::kReduce),
-                       ::testing::Values(DataType::kFloat32, DataType::kFloat64, DataType::kInt32),
+                       ::testing::Values(DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                                         DataType::kFloat16),
                        ::testing::Values(ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax)),
     [](const auto& info) {
       return SemanticsName(std::get<0>(info.param)) + "_" +
@@ -305,22 +310,69 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CheckResultsLarge, OffByOneAtTheEndOfALongBufferIsFound) {
   const std::int64_t count = 1000003;
   const int world = 5;
+  const InputPattern pattern = InputPatternFor(DataType::kFloat64, world);
   std::vector<Bytes> buffers(world, Bytes(count * ElementSize(DataType::kFloat64)));
   for (int r = 0; r < world; ++r) {
     for (std::int64_t i = 0; i < count; ++i) {
       StoreElement(DataType::kFloat64, buffers[r].data(), i,
-                   Reduced(ReduceOp::kSum, world, i));
+                   Reduced(pattern, ReduceOp::kSum, world, i));
     }
   }
   EXPECT_EQ(CheckResults(Semantics::kAllReduce, buffers, count, DataType::kFloat64,
                          ReduceOp::kSum, 0).count,
             0);
   StoreElement(DataType::kFloat64, buffers[4].data(), count - 1,
-               Reduced(ReduceOp::kSum, world, count - 1) + 1);
+               Reduced(pattern, ReduceOp::kSum, world, count - 1) + 1);
   const Mismatches m =
       CheckResults(Semantics::kAllReduce, buffers, count, DataType::kFloat64, ReduceOp::kSum, 0);
   EXPECT_EQ(m.count, 1);
   EXPECT_THAT(m.first, StartsWith("rank 4 element 1000002:"));
+}
+
+// float16's inputs, for every world size the harness takes (1..1024): sum,
+// min and max as the closed forms say (worked out here by brute force), the
+// sum - and so every partial sum, all inputs being positive - at most 2048,
+// where every integer is a half; and the element index still shows up to
+// N = 819, the rank up to 1024.
+TEST(ExpectedValuesFloat16, EveryWorldSizeSumsExactlyInHalf) {
+  std::vector<int> worlds;
+  for (int world = 1; world <= 70; ++world) worlds.push_back(world);
+  for (int world : {100, 200, 500, 819, 820, 1000, 1024}) worlds.push_back(world);
+  for (int world : worlds) {
+    SCOPED_TRACE("N = " + std::to_string(world));
+    const InputPattern pattern = InputPatternFor(DataType::kFloat16, world);
+    EXPECT_EQ(pattern.step, 1);
+    if (world <= 19) {
+      EXPECT_EQ(pattern.period, 97);
+      EXPECT_EQ(pattern.rank_cycle, world);
+    }
+    if (world <= 819) {
+      EXPECT_GE(pattern.period, 2);
+    }
+    if (world > 1) {
+      EXPECT_GE(pattern.rank_cycle, 2);
+    }
+    for (std::int64_t i = 0; i < 97; ++i) {
+      double sum = 0, lo = 1e9, hi = -1e9;
+      for (int r = 0; r < world; ++r) {
+        const double v = InputValue(pattern, r, i);
+        ASSERT_EQ(v, std::floor(v));
+        ASSERT_GE(v, 1);
+        sum += v;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+      ASSERT_LE(sum, 2048) << "element " << i;
+      ASSERT_EQ(Reduced(pattern, ReduceOp::kSum, world, i), sum) << "element " << i;
+      ASSERT_EQ(Reduced(pattern, ReduceOp::kMin, world, i), lo) << "element " << i;
+      ASSERT_EQ(Reduced(pattern, ReduceOp::kMax, world, i), hi) << "element " << i;
+    }
+  }
+  // The other types keep r + 1 + 16 (i mod 97) at every N.
+  for (DataType type : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32}) {
+    const InputPattern pattern = InputPatternFor(type, 1024);
+    EXPECT_EQ(InputValue(pattern, 1023, 98), 1024 + 16);
+  }
 }
 
 }  // namespace

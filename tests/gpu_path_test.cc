@@ -1,6 +1,7 @@
 // --gpu-path: how device memory meets UCX. The decision (ResolveGpuPath), the
 // gate in UcxTransport::Create on what UCX reports at run time, the spec's
-// field from flags and files, and what a rank's rows say. On a UCX without
+// field from flags and files, what a rank's rows say, and that staged runs
+// of every algorithm are pipelined (a segment by default) and exact. On a UCX without
 // CUDA memory (Debian's, or one built with CUDA on a machine without a GPU)
 // direct must be refused before anything runs: handed a device pointer,
 // Debian's UCX 1.13 crashes.
@@ -8,13 +9,20 @@
 #include <google/protobuf/text_format.h>
 #include <ucs/memory/memory_type.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <thread>
+#include <tuple>
 
+#include "allreduce/collective.h"
+#include "allreduce/segment_plan.h"
 #include "allreduce/transport/inprocess_transport.h"
 #include "allreduce/transport/ucx_settings.h"
 #include "allreduce/transport/ucx_transport.h"
 #include "experiments/cli/experiment_flags.h"
 #include "proto/spec.h"
+#include "server/in_process_shard.h"
 #include "server/result_aggregator.h"
 #include "worker/sweep_runner.h"
 
@@ -95,6 +103,23 @@ TEST(GpuPathTest, UcxTransportRefusesDirectWhereUcxReportsNoCudaMemory) {
   EXPECT_FALSE((*staged)->device_direct());
 }
 
+// `--segment off` reaches the spec as "off": staged memory is segmented when
+// no segment is given, so "off" must stay distinguishable from "".
+TEST(GpuPathTest, SegmentOffOnTheCommandLineIsKeptApartFromNoSegment) {
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--memory fake-device --segment off", "off"},
+           {"--memory fake-device", ""},
+           {"--segment auto", "auto"}}) {
+    CLI::App app;
+    ExperimentFlags flags;
+    AddExperimentFlags(app, flags);
+    app.parse(args, /*program_name_included=*/false);
+    absl::StatusOr<proto::ExperimentSpec> spec = BuildSpec(flags, app);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->segment(), expected) << args;
+  }
+}
+
 TEST(GpuPathTest, SpecCarriesTheFlagAndSurvivesATextRoundTrip) {
   for (const char* path : {"auto", "direct", "staged"}) {
     CLI::App app;
@@ -134,44 +159,120 @@ TEST(GpuPathTest, ValidationNamesAnUnknownPath) {
             "bad experiment: unknown gpu_path 'sideways' (auto, direct, staged)");
 }
 
-// Rows over the in-process transport: host memory is "none"; fake-device
-// memory is "staged" for the all-reduces and ps alike, even where the
-// transport says it takes device memory directly (only cuda memory does).
-std::vector<proto::ResultRow> SweepRows(const std::string& memory, bool device_direct) {
+// A sweep run by every rank on its own thread, and the rows it makes.
+struct SweepSetup {
+  std::string memory = "host";
+  bool device_direct = false;
+  std::vector<std::string> algorithms = {"ring", "butterfly"};
+  std::vector<std::int64_t> sizes = {4 * 1001};
+  int workers = 2;
+  // UCX transports over TCP (staging device memory, as Debian's UCX must),
+  // instead of the in-process one.
+  bool ucx = false;
+  std::string segment;  // the spec's; empty: not given
+};
+
+// UCX transports of `workers` ranks in this process, connected; empty on failure.
+std::vector<std::unique_ptr<Transport>> UcxRanks(int workers) {
+  std::vector<std::unique_ptr<Transport>> ranks;
+  std::vector<std::vector<std::byte>> addresses;
+  const char* old_tls = std::getenv("UCX_TLS");
+  const std::string restore = old_tls == nullptr ? "" : old_tls;
+  setenv("UCX_TLS", "tcp", 1);
+  for (int r = 0; r < workers; ++r) {
+    absl::StatusOr<std::unique_ptr<UcxTransport>> transport =
+        UcxTransport::Create(r, workers, UcxOptions{.gpu_path = GpuPathRequest::kStaged});
+    EXPECT_TRUE(transport.ok()) << transport.status();
+    if (!transport.ok()) break;
+    addresses.push_back((*transport)->WorkerAddress());
+    ranks.push_back(*std::move(transport));
+  }
+  if (old_tls == nullptr) {
+    unsetenv("UCX_TLS");
+  } else {
+    setenv("UCX_TLS", restore.c_str(), 1);
+  }
+  if (static_cast<int>(ranks.size()) != workers) return {};
+  for (auto& transport : ranks) {
+    const absl::Status connected = static_cast<UcxTransport&>(*transport).Connect(addresses);
+    EXPECT_TRUE(connected.ok()) << connected;
+    if (!connected.ok()) return {};
+  }
+  return ranks;
+}
+
+std::vector<proto::ResultRow> SweepRows(const SweepSetup& setup) {
+  const int n = setup.workers;
   proto::ExperimentSpec spec;
-  spec.set_workers(2);
-  spec.add_algorithms("ring");
-  spec.add_algorithms("butterfly");
-  spec.add_sizes(4 * 1001);
+  spec.set_workers(n);
+  for (const std::string& name : setup.algorithms) spec.add_algorithms(name);
+  for (std::int64_t bytes : setup.sizes) spec.add_sizes(bytes);
   spec.set_iterations(1);
-  spec.set_memory(memory);
+  spec.set_memory(setup.memory);
+  spec.set_segment(setup.segment);
   ApplyDefaults(spec);
-  InProcessFabric fabric(2);
-  std::vector<std::vector<proto::RankResult>> results(2);
-  std::vector<absl::Status> status(2);
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec);
+  // ps needs a shard; one serves every rank.
+  const Credentials credentials{"job", "token"};
+  std::unique_ptr<InProcessShard> shard;
+  if (std::ranges::find(setup.algorithms, "ps") != setup.algorithms.end()) {
+    absl::StatusOr<std::unique_ptr<InProcessShard>> started =
+        InProcessShard::Start(credentials, std::chrono::seconds(30));
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return {};
+    shard = *std::move(started);
+  }
+  InProcessFabric fabric(n);
+  std::vector<std::unique_ptr<Transport>> ranks;
+  if (setup.ucx) {
+    ranks = UcxRanks(n);
+    if (ranks.empty()) return {};
+  } else {
+    for (int r = 0; r < n; ++r) ranks.push_back(fabric.Connect(r));
+  }
+  std::vector<std::vector<proto::RankResult>> results(n);
+  std::vector<absl::Status> status(n);
   std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      auto transport = fabric.Connect(r);
+      std::optional<PsClient> ps;
+      if (shard != nullptr) {
+        ps.emplace(std::vector<std::string>{shard->address()}, credentials,
+                   std::chrono::seconds(30));
+      }
       SweepEnvironment env;
-      env.transport = transport.get();
-      env.transport_label = "inprocess";
-      env.device_direct = device_direct;
+      env.transport = ranks[r].get();
+      env.transport_label = setup.ucx ? "ucx:tcp" : "inprocess";
+      env.device_direct = setup.device_direct;
+      env.parameter_server = ps ? &*ps : nullptr;
       status[r] = RunSweep(spec, env, [&](const proto::RankResult& result) {
         results[r].push_back(result);
         return absl::OkStatus();
       });
+      // UCX ranks close concurrently, as processes would.
+      ranks[r].reset();
     });
   }
   for (auto& t : threads) t.join();
   std::vector<proto::ResultRow> rows;
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(status[r].ok()) << status[r];
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(status[r].ok()) << status[r];
   for (std::size_t i = 0; i < results[0].size(); ++i) {
-    absl::StatusOr<proto::ResultRow> row = AggregateRow(spec, {results[0][i], results[1][i]});
+    std::vector<proto::RankResult> by_rank;
+    for (int r = 0; r < n; ++r) {
+      if (i < results[r].size()) by_rank.push_back(results[r][i]);
+    }
+    absl::StatusOr<proto::ResultRow> row = AggregateRow(spec, by_rank);
     EXPECT_TRUE(row.ok()) << row.status();
     if (row.ok()) rows.push_back(*row);
   }
   return rows;
+}
+
+// Rows over the in-process transport: host memory is "none"; fake-device
+// memory is "staged" for the all-reduces and ps alike, even where the
+// transport says it takes device memory directly (only cuda memory does).
+std::vector<proto::ResultRow> SweepRows(const std::string& memory, bool device_direct) {
+  return SweepRows(SweepSetup{.memory = memory, .device_direct = device_direct, .segment = ""});
 }
 
 TEST(GpuPathTest, RowsSayHowTheMemoryTravelled) {
@@ -187,6 +288,59 @@ TEST(GpuPathTest, RowsSayHowTheMemoryTravelled) {
       EXPECT_EQ(row.memory(), memory);
       EXPECT_EQ(row.gpu_path(), expected);
       EXPECT_EQ(row.wrong(), 0);
+    }
+  }
+}
+
+// Staged memory with no segment given is pipelined anyway: every algorithm of
+// the registry, ps included, over UCX (which stages fake-device memory, as
+// Debian's UCX stages a GPU's) records the segment it was cut into and ends
+// exact, with the payload of the closed form. ps is staged per chunk by its
+// client (worker/ps_client.h), not cut by the executor: its rows keep 0. A
+// stray host access to the fake-device pages anywhere crashes the test.
+TEST(GpuPathTest, StagedRunsOfEveryAlgorithmAreSegmentedByDefaultAndExact) {
+  std::vector<std::string> every;
+  for (const Collective* c : CollectivesOf(Kinds::kAll)) every.emplace_back(c->name);
+  // A ring step of the larger size spans several staged segments.
+  const std::vector<std::int64_t> sizes = {4 * 1001, 4 * 600011};
+  const std::vector<proto::ResultRow> rows = SweepRows(SweepSetup{.memory = "fake-device",
+                                                                  .algorithms = every,
+                                                                  .sizes = sizes,
+                                                                  .workers = 3,
+                                                                  .ucx = true,
+                                                                  .segment = ""});
+  ASSERT_EQ(rows.size(), every.size() * sizes.size());
+  for (const proto::ResultRow& row : rows) {
+    SCOPED_TRACE(row.algorithm() + " " + std::to_string(row.bytes()));
+    EXPECT_EQ(row.gpu_path(), "staged");
+    EXPECT_EQ(row.wrong(), 0);
+    EXPECT_EQ(row.payload_bytes_total(), row.theory_bytes_total());
+    const bool ps = row.algorithm() == "ps";
+    EXPECT_EQ(row.segment_bytes(), ps ? 0 : StagedSegmentBytes(row.bytes()));
+    // Every payload byte crossed between device and host once: an all-reduce
+    // byte is copied down by its sender and up by its receiver (the payload
+    // counts it once, as sent); ps copies each rank's push down and its pull
+    // up (the payload counts both).
+    EXPECT_EQ(row.staged_bytes_total(),
+              ps ? row.payload_bytes_total() : 2 * row.payload_bytes_total());
+  }
+}
+
+// What the user says still wins: "off" runs whole steps, a size is used as
+// it is; host memory is not segmented unless asked.
+TEST(GpuPathTest, AnExplicitSegmentOrHostMemoryKeepsItsOwnSegment) {
+  for (const auto& [memory, segment, expected] :
+       std::vector<std::tuple<std::string, std::string, std::uint64_t>>{
+           {"fake-device", "off", 0}, {"fake-device", "64KiB", 65536}, {"host", "", 0}}) {
+    SCOPED_TRACE(memory + " segment '" + segment + "'");
+    const std::vector<proto::ResultRow> rows = SweepRows(SweepSetup{
+        .memory = memory, .sizes = {4 * 300007}, .workers = 3, .ucx = true, .segment = segment});
+    ASSERT_EQ(rows.size(), 2u);
+    for (const proto::ResultRow& row : rows) {
+      EXPECT_EQ(row.segment_bytes(), expected);
+      EXPECT_EQ(row.wrong(), 0);
+      EXPECT_EQ(row.payload_bytes_total(), row.theory_bytes_total());
+      EXPECT_EQ(row.staged_bytes_total() > 0, memory == "fake-device");
     }
   }
 }

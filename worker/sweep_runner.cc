@@ -12,6 +12,7 @@
 #include "allreduce/collectives.h"
 #include "allreduce/executor.h"
 #include "allreduce/expected_values.h"
+#include "allreduce/segment_plan.h"
 #include "proto/spec.h"
 #include "worker/interface_counters.h"
 
@@ -27,11 +28,14 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
   const auto element = static_cast<std::int64_t>(ElementSize(type));
   const std::int64_t max_bytes = *std::max_element(spec.sizes().begin(), spec.sizes().end());
   // Where the vector lives; memory host code can't touch (a GPU's) goes
-  // through `staging` to the parameter server and to the check.
+  // through host memory: to the parameter server chunk by chunk (PsClient
+  // stages it), to the check through `staging`.
   const MemoryType memory = ParseMemoryType(spec.memory()).value_or(MemoryType::kHost);
   if (absl::Status st = UseMemory(memory, rank); !st.ok()) return st;
   const MemoryOps& ops = MemoryOpsFor(memory);
   const bool staged = !HostAccessible(memory);
+  // The all-reduces' data goes through host memory (ps's always does).
+  const bool staged_path = staged && !(env.device_direct && memory == MemoryType::kCuda);
 
   // Allocated zeroed: every page is touched here, not in a timed loop.
   const Allocation buffer = ops.Allocate(max_bytes);
@@ -60,7 +64,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
     for (const std::int64_t bytes : spec.sizes()) {
       const std::int64_t count = bytes / element;
       const MutableBuffer data = buffer.buffer().subspan(0, bytes);
-      const std::span<std::byte> host_view =  // what the ps client and the check read
+      const std::span<std::byte> host_view =  // what the check reads
           staged ? std::span(staging.data(), bytes) : std::span(data.data, bytes);
       FillInput(semantics, n, rank, count, type, 0, pristine.data());
 
@@ -80,17 +84,18 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         declared.set_workers(n);
         declared.mutable_optimizer()->set_kind(proto::Optimizer::NONE);  // the sum: exact
         if (absl::Status st = env.parameter_server->Declare(declared); !st.ok()) return st;
-        run_once = [&] {
-          // gRPC is host-only: device memory goes down and back up, timed.
-          if (staged) ops.Download(host_view, data);
-          absl::Status st = env.parameter_server->PushPull(tensor, rank, ++step, host_view);
-          if (staged && st.ok()) ops.Upload(data, host_view);
-          return st;
-        };
+        // gRPC is host-only: device memory goes down and back up, timed,
+        // per chunk and overlapped with the pushes and pulls (PsClient).
+        run_once = [&] { return env.parameter_server->PushPull(tensor, rank, ++step, data); };
         reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
       } else {
         schedule = collective->build(rank, n, count, /*root=*/0);
         segment = SegmentBytesFor(spec, bytes);
+        // Staged, whole steps would expose every copy down and up: unless
+        // the spec says "off" or a size, cut them (StagedSegmentBytes).
+        if (segment == 0 && staged_path && spec.segment() != "off") {
+          segment = StagedSegmentBytes(bytes);
+        }
         executor.Prepare(schedule, type, memory, segment);
         run_once = [&] { return executor.Run(schedule, data, type, op, {.segment_bytes = segment}); };
         reset_traffic = [&] { transport.ResetTraffic(); };
@@ -103,10 +108,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_segment_bytes(segment);
       result.set_memory(std::string(Name(memory)));
       // ps is gRPC, host-only: device memory is staged above, whatever the path.
-      result.set_gpu_path(!staged ? "none"
-                          : !ps && env.device_direct && memory == MemoryType::kCuda
-                              ? "direct"
-                              : "staged");
+      result.set_gpu_path(!staged ? "none" : ps || staged_path ? "staged" : "direct");
       // ps over its own interface names it, so fits and plots tell an
       // emulated cluster's links from loopback, as the UCX label does.
       result.set_transport(ps ? (env.net_device.empty() ? std::string("grpc")
@@ -115,10 +117,11 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       const std::uint32_t total = spec.warmup() + spec.iterations();
       std::optional<InterfaceBytes> wire_before, wire_after;
       // Payload of the last iteration, read before any barrier adds its own.
-      std::uint64_t sent = 0, received = 0;
+      std::uint64_t sent = 0, received = 0, staged_bytes = 0;
       std::vector<std::uint64_t> per_shard;
       const auto read_payload = [&] {
         sent = received = 0;
+        staged_bytes = ps ? env.parameter_server->staged_bytes() : transport.StagedBytes();
         per_shard.clear();
         if (ps) {
           for (const ShardTraffic& t : env.parameter_server->traffic()) {
@@ -167,6 +170,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       for (std::uint64_t bytes : per_shard) result.add_shard_payload_bytes(bytes);
       result.set_payload_bytes_sent(sent);
       result.set_payload_bytes_received(received);
+      result.set_staged_bytes(staged_bytes);
       if (wire_before && wire_after) {  // the last iteration's, like the payload
         result.set_net_device(env.net_device);
         result.set_wire_bytes_sent(wire_after->sent - wire_before->sent);

@@ -6,6 +6,12 @@
 // transport then only carries the barriers). The worker daemon feeds it a UCX
 // transport, the tests an in-process one.
 //
+// Device memory that reaches the network through host memory (staged: a
+// UCX without CUDA, and ps always) is pipelined: unless the spec gives a
+// segment ("off" or a size), the scheduled collectives are cut into
+// StagedSegmentBytes (allreduce/segment_plan.h), and rows record it; ps is
+// staged chunk by chunk by its client.
+//
 // Buffers are allocated and touched once for the largest size and reused:
 // first-touch page faults on this kind of machine cost more than a large
 // collective, and must not be timed.

@@ -1,7 +1,8 @@
 // The reduction on device memory: dst[i] = op(dst[i], src[i]), by a
 // grid-stride kernel over the host loop's own functors
-// (allreduce/reduce_functors.h). C++17 and no CUDA headers, so both nvcc and
-// the C++20 code that calls it include it.
+// (allreduce/reduce_functors.h; float16 through float, as on the host).
+// C++17 and no CUDA headers, so both nvcc and the C++20 code that calls it
+// include it.
 #pragma once
 
 #include <cstdint>

@@ -70,6 +70,10 @@ class Transport {
   // Payload bytes per peer (indexed by rank) since construction or the last reset.
   virtual std::vector<PeerTraffic> Traffic() const = 0;
   virtual void ResetTraffic() = 0;
+  // Bytes copied through host memory since construction or the last reset
+  // (down for sends, up for receives), for memory this backend cannot hand
+  // to its network as it is; 0 for a backend that never stages.
+  virtual std::uint64_t StagedBytes() const { return 0; }
 };
 
 }  // namespace testbed

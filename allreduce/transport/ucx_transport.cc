@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -336,19 +337,8 @@ UcxTransport::~UcxTransport() {
   // the peer. Unused endpoints are not flushed: their connection may never
   // have completed, and a flush would wait for the peer to complete it.
   const Clock::time_point deadline = Clock::now() + options_.close_timeout;
-  if (broken_.ok()) {
-    std::vector<ucs_status_ptr_t> flushing;
-    for (std::unique_ptr<Endpoint>& endpoint : endpoints_) {
-      if (endpoint != nullptr && endpoint->get() != nullptr && endpoint->used() &&
-          endpoint->failure() == UCS_OK) {
-        flushing.push_back(endpoint->StartFlush());
-      }
-    }
-    for (ucs_status_ptr_t request : flushing) {
-      // A flush that fails or times out has nobody left to report to.
-      worker_->Wait(request, deadline, options_.idle_spins);
-    }
-  }
+  // A flush that fails or times out here has nobody left to report to.
+  if (broken_.ok()) FlushUsedEndpoints(deadline);
   for (std::unique_ptr<Endpoint>& endpoint : endpoints_) {
     if (endpoint != nullptr && endpoint->get() != nullptr) {
       worker_->Wait(endpoint->StartClose(), deadline, options_.idle_spins);
@@ -357,6 +347,32 @@ UcxTransport::~UcxTransport() {
   endpoints_.clear();
   worker_.reset();
   context_.reset();
+}
+
+void UcxTransport::FlushUsedEndpoints(Clock::time_point deadline) {
+  std::vector<ucs_status_ptr_t> flushing;
+  for (const std::unique_ptr<Endpoint>& endpoint : endpoints_) {
+    if (endpoint != nullptr && endpoint->get() != nullptr && endpoint->used() &&
+        endpoint->failure() == UCS_OK) {
+      flushing.push_back(endpoint->StartFlush());
+    }
+  }
+  // Every request is waited for (and released), also after a failure.
+  for (ucs_status_ptr_t request : flushing) worker_->Wait(request, deadline, options_.idle_spins);
+}
+
+void UcxTransport::ServePeersUntil(const std::atomic<bool>& released) {
+  // No deadline of its own: the verdict, or the daemon's end, releases it.
+  const auto is_released = [&] { return released.load(std::memory_order_acquire); };
+  while (!is_released()) {
+    const absl::Status served = worker_->ProgressUntil(
+        is_released, Clock::now() + std::chrono::hours(1), options_.idle_spins,
+        std::chrono::microseconds(0));
+    // The event fd failed: poll UCX on a timer rather than spin on it.
+    if (!served.ok() && !absl::IsDeadlineExceeded(served)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kMaxSleepMs));
+    }
+  }
 }
 
 absl::Status UcxTransport::Connect(const std::vector<std::vector<std::byte>>& addresses_by_rank) {
@@ -438,9 +454,14 @@ absl::Status UcxTransport::PostSend(int peer, std::uint64_t tag, ConstBuffer dat
                                                      .index = operations_.size()});
   if (Staged(data.memory)) {
     // UCX is given host memory only (Debian's has no device transports;
-    // handed a device pointer it crashes): stage.
-    op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
-    MemoryOpsFor(data.memory).Download(std::span(op.staging.buffer().data, data.size), data);
+    // handed a device pointer it crashes): stage. Progress first: a send
+    // posted just before (the segment before this one) may have its
+    // rendezvous reply waiting, and its bytes should be on the wire while
+    // this one is copied down, not after.
+    ucp_worker_progress(worker_->get());
+    op.staging = staging_pool_.Acquire(data.size, data.memory);
+    MemoryOpsFor(data.memory).Download(op.staging.host(), data);
+    staged_bytes_ += data.size;
     data = op.staging.buffer();
   }
   ucp_request_param_t params{};
@@ -480,7 +501,7 @@ absl::Status UcxTransport::PostRecv(int peer, std::uint64_t tag, MutableBuffer d
                                                      .size = data.size,
                                                      .index = operations_.size()});
   if (Staged(data.memory)) {
-    op.staging = MemoryOpsFor(MemoryType::kHost).Allocate(data.size);
+    op.staging = staging_pool_.Acquire(data.size, data.memory);
     op.deliver_to = data;
     data = op.staging.buffer();
   }
@@ -532,6 +553,8 @@ void UcxTransport::ReleaseRequests() {
 
 void UcxTransport::Complete(Operation& op, ucs_status_t status, std::size_t length) {
   op.done = true;
+  // A completed send's bounce buffer is free for the next staged transfer.
+  if (op.is_send) op.staging.reset();
   ++completed_;
   finished_.push_back(op.index);
   // A message shorter than the buffer completes without error in UCX; the
@@ -657,9 +680,10 @@ ucs_memory_type_t UcxTransport::UcxMemoryType(MemoryType memory) {
 
 void UcxTransport::Deliver(Operation& op) {
   if (op.deliver_to.data == nullptr) return;
-  MemoryOpsFor(op.deliver_to.memory)
-      .Upload(op.deliver_to, std::span(op.staging.buffer().data, op.size));
+  MemoryOpsFor(op.deliver_to.memory).Upload(op.deliver_to, op.staging.host());
+  staged_bytes_ += op.size;
   op.deliver_to = MutableBuffer{};
+  op.staging.reset();
 }
 
 absl::Status UcxTransport::WaitAll() {
@@ -686,7 +710,10 @@ absl::StatusOr<std::size_t> UcxTransport::WaitAny() {
   return index;
 }
 
-void UcxTransport::ResetTraffic() { std::fill(traffic_.begin(), traffic_.end(), PeerTraffic{}); }
+void UcxTransport::ResetTraffic() {
+  std::fill(traffic_.begin(), traffic_.end(), PeerTraffic{});
+  staged_bytes_ = 0;
+}
 
 void UcxTransport::Abort(absl::Status cause) {
   broken_ = std::move(cause);

@@ -38,7 +38,14 @@
 // processes are. The wait is bounded by UcxOptions::close_timeout.
 //
 // Device memory: a buffer host code cannot touch (cuda, fake-device) is
-// staged through host memory around each transfer, unless the transport was
+// staged through host memory around each transfer - a send's bytes copied
+// down when it is posted, a receive's copied up when WaitAny() or WaitAll()
+// reports it - in bounce buffers leased from the transport's StagingPool
+// (pinned for cuda) and given back as soon as the transfer is over, so
+// repeated runs allocate none beyond what one has in flight. Pipelining is the caller's:
+// the segmented executor posts segment k+1's send (its copy down) while
+// segment k is on the wire, and reduces each received segment as WaitAny()
+// reports it, copied up. Unless the transport was
 // created for the direct path (UcxOptions::gpu_path), where UCX reports CUDA
 // memory (ucp_context_query): cuda buffers then go to UCX as they are, with
 // their memory type on the request. Create() refuses gpu_path kDirect on a UCX
@@ -57,6 +64,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,6 +72,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "allreduce/transport/staging_pool.h"
 #include "allreduce/transport/transport.h"
 #include "allreduce/transport/ucx_settings.h"
 
@@ -156,9 +165,27 @@ class UcxTransport final : public Transport {
   absl::Status PostRecv(int peer, std::uint64_t tag, MutableBuffer data) override;
   absl::Status WaitAll() override;
   absl::StatusOr<std::size_t> WaitAny() override;
+  // Keeps this rank's worker progressed - asleep on its event fd when there
+  // is nothing to do - until `released` holds (checked at least every
+  // 100 ms). A rank that is done calls it while it waits for the
+  // coordinator's verdict: UCX over TCP completes an eager send once its last
+  // fragment is copied into the endpoint's buffer, and that fragment leaves
+  // only while the worker is progressed, so a peer still in its last receive
+  // needs this rank served. Flushing instead would not do: a flush waits for
+  // the peers' progress too, and the peers that are done wait for nothing.
+  // After Connect(), with no operation pending.
+  void ServePeersUntil(const std::atomic<bool>& released);
 
   std::vector<PeerTraffic> Traffic() const override { return traffic_; }
   void ResetTraffic() override;
+
+  // Bytes copied through host memory (down for sends, up for receives)
+  // since construction or the last ResetTraffic(): every staged payload
+  // byte once, so on the staged path it equals the payload sent plus
+  // received.
+  std::uint64_t StagedBytes() const override { return staged_bytes_; }
+  // The bounce buffers' pool: how many it allocated, how many are out.
+  StagingPool::Stats staging_stats() const { return staging_pool_.stats(); }
 
  private:
   class Context;   // owns a ucp_context_h
@@ -180,9 +207,10 @@ class UcxTransport final : public Transport {
     std::size_t received = 0;      // bytes that arrived, for receives
     bool short_message = false;    // a receive got fewer bytes than posted
     // Memory UCX cannot reach travels through host memory: a send's bytes
-    // are copied out before posting, a receive's are delivered after
-    // WaitAll() into `deliver_to` by the memory's own operations.
-    Allocation staging{};
+    // are copied out before posting, a receive's are delivered, when the
+    // receive is reported, into `deliver_to` by the memory's own operations.
+    // The bounce buffer goes back to the pool once it is no longer needed.
+    StagingPool::Lease staging{};
     MutableBuffer deliver_to{};
   };
 
@@ -211,6 +239,9 @@ class UcxTransport final : public Transport {
   void Abort(absl::Status cause);
   // Frees the UCX requests of all operations and forgets the operations.
   void ReleaseRequests();
+  // Flushes, all at once, every used endpoint that has not failed, waiting
+  // for each until `deadline` at most.
+  void FlushUsedEndpoints(std::chrono::steady_clock::time_point deadline);
   // Progresses the worker until done(), an operation fails, a peer with
   // something pending is lost, or the wait times out; on failure aborts
   // (see Abort) and returns the error naming the peer.
@@ -231,6 +262,10 @@ class UcxTransport final : public Transport {
   const int rank_;
   const int world_size_;
   const UcxOptions options_;
+  // Bounce buffers; declared before the UCX objects, so it outlives them and
+  // any request UCX still finishes on its own after an abort.
+  StagingPool staging_pool_;
+  std::uint64_t staged_bytes_ = 0;  // see StagedBytes()
   // Declared in lifecycle order, so they are destroyed in reverse.
   std::unique_ptr<Context> context_;
   std::unique_ptr<Worker> worker_;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -154,6 +155,72 @@ INSTANTIATE_TEST_SUITE_P(
                       IdleWaitCase{"shm_talked_first", "sm", false, true},
                       IdleWaitCase{"shm_never_progressed", "sm", false, false}),
     [](const ::testing::TestParamInfo<IdleWaitCase>& info) { return info.param.name; });
+
+// A rank that is done serves its peers until released, as a worker daemon
+// does between its Finished and the coordinator's verdict: the peer's late
+// receives of what it sent complete, the serving thread sleeps rather than
+// spins, and it returns soon after its release. (That a peer *needs* the
+// serving - a last eager fragment still in UCX's buffer - is not something
+// loopback shows on demand; the integration suites show that serving, unlike
+// a flush, never waits on peers that are done.)
+TEST(UcxTransportTest, ServingPeersSleepsDeliversAndEndsOnRelease) {
+  std::optional<ScopedEnv> tls(std::in_place, "UCX_TLS", "tcp");
+  std::unique_ptr<UcxTransport> a = MustCreate(0, 2);
+  std::unique_ptr<UcxTransport> b = MustCreate(1, 2);
+  tls.reset();
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  const std::vector<std::vector<std::byte>> addresses = {a->WorkerAddress(), b->WorkerAddress()};
+  ASSERT_TRUE(a->Connect(addresses).ok());
+  ASSERT_TRUE(b->Connect(addresses).ok());
+  {  // Connections complete only while both workers progress.
+    Bytes ping(4), pong(4);
+    std::thread peer([&] {
+      EXPECT_TRUE(b->PostRecv(0, 0, pong).ok());
+      EXPECT_TRUE(b->WaitAll().ok());
+    });
+    EXPECT_TRUE(a->PostSend(1, 0, ping).ok());
+    EXPECT_TRUE(a->WaitAll().ok());
+    peer.join();
+  }
+  // Eager messages, which complete at the sender while the peer is idle.
+  const std::vector<std::size_t> sizes = {8, 4097};
+  std::vector<Bytes> sent;
+  for (std::size_t m = 0; m < sizes.size(); ++m) {
+    sent.push_back(testing::Pattern(sizes[m], static_cast<std::uint32_t>(m)));
+    ASSERT_TRUE(a->PostSend(1, m + 1, sent.back()).ok());
+  }
+  ASSERT_TRUE(a->WaitAll().ok());
+
+  std::atomic<bool> released{false};
+  double serving_cpu = 0;
+  std::thread serving([&] {
+    const double start = ThreadCpuSeconds();
+    a->ServePeersUntil(released);
+    serving_cpu = ThreadCpuSeconds() - start;
+  });
+  std::this_thread::sleep_for(milliseconds(300));  // the peer is late
+  std::vector<Bytes> received;
+  for (std::size_t m = 0; m < sizes.size(); ++m) received.emplace_back(sizes[m]);
+  for (std::size_t m = 0; m < sizes.size(); ++m) {
+    ASSERT_TRUE(b->PostRecv(0, m + 1, received[m]).ok());
+  }
+  const absl::Status waited = b->WaitAll();
+  EXPECT_TRUE(waited.ok()) << waited;
+  for (std::size_t m = 0; m < sizes.size(); ++m) {
+    EXPECT_EQ(testing::FirstMismatch(received[m], sent[m]), -1) << "message " << m;
+  }
+  std::this_thread::sleep_for(milliseconds(700));  // nothing left to serve
+  const auto released_at = std::chrono::steady_clock::now();
+  released = true;
+  serving.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - released_at, seconds(5))
+      << "served on long after its release";
+  EXPECT_LT(serving_cpu, 0.25) << "serving burned " << serving_cpu << " s of CPU in 1 s";
+  // Both at once: each flushes towards the other on its way out.
+  std::thread close_b([&] { b.reset(); });
+  a.reset();
+  close_b.join();
+}
 
 // Every stage of the wait delivers: exchanges between two ranks complete, with
 // the right bytes, whether a wait yields the core between polls (the
