@@ -1,8 +1,11 @@
 #include "proto/chunk_wire.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
+
+#include <Eigen/Core>
 
 #include "absl/strings/str_cat.h"
 
@@ -159,6 +162,83 @@ absl::Status DecodeChunk(const grpc::ByteBuffer& message, int payload_field,
     }
   }
   if (!header->ParseFromString(rest)) return malformed();
+  return absl::OkStatus();
+}
+
+// Eigen::half rounds to nearest even (F16C where the build targets it, the
+// same bits in software otherwise), as the all-reduce's compression does
+// (worker/train/compression.cc): one conversion for every fp16 in the testbed.
+std::uint16_t FloatToHalf(float value) {
+  return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(value));
+}
+
+float HalfToFloat(std::uint16_t half) {
+  return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(half));
+}
+
+void EncodeHalves(std::span<const float> values, std::byte* out) {
+  for (const float value : values) {
+    const std::uint16_t half = FloatToHalf(value);
+    *out++ = static_cast<std::byte>(half & 0xff);
+    *out++ = static_cast<std::byte>(half >> 8);
+  }
+}
+
+void WidenHalves(std::span<const grpc::Slice> slices, float* out) {
+  int pending = -1;  // the low byte of a half split across two slices
+  for (const grpc::Slice& slice : slices) {
+    const std::uint8_t* at = slice.begin();
+    const std::uint8_t* const end = slice.end();
+    if (pending >= 0 && at < end) {
+      *out++ = HalfToFloat(static_cast<std::uint16_t>(pending | (*at++ << 8)));
+      pending = -1;
+    }
+    for (; end - at >= 2; at += 2) {
+      *out++ = HalfToFloat(static_cast<std::uint16_t>(at[0] | (at[1] << 8)));
+    }
+    if (at < end) pending = *at;
+  }
+}
+
+void EncodeNonZeros(std::span<const float> values, std::vector<std::byte>* out) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(values[i]);
+    if (bits == 0) continue;  // +0.0: what the shard's zeroed chunk holds already
+    const auto index = static_cast<std::uint32_t>(i);
+    for (int b = 0; b < 4; ++b) out->push_back(static_cast<std::byte>(index >> (8 * b)));
+    for (int b = 0; b < 4; ++b) out->push_back(static_cast<std::byte>(bits >> (8 * b)));
+  }
+}
+
+absl::Status ScatterPairs(std::span<const grpc::Slice> slices, std::size_t bytes,
+                          std::span<float> out) {
+  if (bytes % kSparsePairBytes != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a sparse chunk of ", bytes, " bytes is not whole (index, value) pairs"));
+  }
+  // A pair may straddle slices: read them from one contiguous copy (k pairs,
+  // small next to the dense chunk they stand for).
+  std::string pairs;
+  pairs.reserve(bytes);
+  for (const grpc::Slice& s : slices) {
+    pairs.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  const auto* at = reinterpret_cast<const std::uint8_t*>(pairs.data());
+  const auto read32 = [](const std::uint8_t* p) {
+    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+  };
+  std::int64_t last = -1;
+  for (std::size_t i = 0; i < pairs.size(); i += kSparsePairBytes) {
+    const std::uint32_t index = read32(at + i);
+    if (static_cast<std::int64_t>(index) <= last || index >= out.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a sparse chunk's index ", index, " is not ascending inside its ",
+                       out.size(), " elements"));
+    }
+    last = index;
+    out[index] = std::bit_cast<float>(read32(at + i + 4));
+  }
   return absl::OkStatus();
 }
 

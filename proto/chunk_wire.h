@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -46,5 +47,36 @@ struct ChunkPayload {
 // payload field keeps the last one, as protobuf does.
 absl::Status DecodeChunk(const grpc::ByteBuffer& message, int payload_field,
                          google::protobuf::MessageLite* header, ChunkPayload* payload);
+
+// TensorSpec.FP16 push encoding: IEEE half (binary16), round to nearest,
+// ties to even; infinities stay infinities, NaN becomes the quiet NaN 0x7e00.
+// Bit for bit Eigen::half's conversions (its portable path, the one built
+// here: the same algorithm, F. Giesen's), so a gradient sent as halves and
+// widened by the shard is the float Eigen's rounding gives
+// (worker/train/compression.h), and the tests check it.
+std::uint16_t FloatToHalf(float value);
+float HalfToFloat(std::uint16_t half);  // exact: every half is a float
+
+// out[2i], out[2i+1] = values[i] as a little-endian half; out holds 2 * n bytes.
+void EncodeHalves(std::span<const float> values, std::byte* out);
+// out[i] = the i-th little-endian half of the concatenated `slices` (a half
+// may straddle two slices); their bytes must be even, and out holds bytes / 2.
+void WidenHalves(std::span<const grpc::Slice> slices, float* out);
+
+// TensorSpec.SPARSE push encoding: (uint32 index, float32 value) pairs,
+// little-endian, 8 bytes each.
+inline constexpr std::size_t kSparsePairBytes = 8;
+// The most elements one SPARSE chunk may cover (16 MiB as float32): the
+// shard allocates that much for it before a pair is read.
+inline constexpr std::int64_t kMaxSparseChunkElements = std::int64_t{1} << 22;
+
+// Appends to `out` a pair for each element of `values` that is not +0.0,
+// indices from 0, ascending. values.size() must fit a uint32.
+void EncodeNonZeros(std::span<const float> values, std::vector<std::byte>* out);
+// Scatters the pairs of the concatenated `slices` (`bytes` in all) into
+// `out`, which the caller zeroed; INVALID_ARGUMENT unless they are whole
+// pairs with ascending indices inside `out`.
+absl::Status ScatterPairs(std::span<const grpc::Slice> slices, std::size_t bytes,
+                          std::span<float> out);
 
 }  // namespace testbed

@@ -23,7 +23,7 @@ bool UsesParameterServer(const proto::ExperimentSpec& spec) {
 }
 
 bool ParameterServerCanReduce(const proto::ExperimentSpec& spec) {
-  return spec.op().empty() || spec.op() == "sum";
+  return (spec.op().empty() || spec.op() == "sum") && spec.dtype() != Name(DataType::kFloat16);
 }
 
 std::int64_t ElementBytes(const proto::ExperimentSpec& spec) {
@@ -56,12 +56,14 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
                  reader == SpecReader::kCli ? ", auto" : "", ")");
     }
     if (c->runs_on_parameter_server() && !ParameterServerCanReduce(spec)) {
-      return bad(name, " aggregates sums only, not ", spec.op());
+      return spec.dtype() == Name(DataType::kFloat16)
+                 ? bad(name, " holds float32, float64 or int32 tensors, not float16")
+                 : bad(name, " aggregates sums only, not ", spec.op());
     }
   }
   if (spec.servers() < 1 || spec.servers() > 64) return bad("servers must be 1..64");
   const auto type = ParseDataType(spec.dtype());
-  if (!type) return bad("unknown dtype '", spec.dtype(), "' (float32, float64, int32)");
+  if (!type) return bad("unknown dtype '", spec.dtype(), "' (", DataTypeNames(), ")");
   if (!ParseReduceOp(spec.op())) return bad("unknown op '", spec.op(), "' (sum, min, max)");
   if (spec.sizes().empty()) return bad("no sizes");
   const auto element = static_cast<std::int64_t>(ElementSize(*type));

@@ -15,7 +15,8 @@ namespace testbed {
 bool UsesParameterServer(const proto::ExperimentSpec& spec);
 
 // Whether ps can compute the spec's reduction: the shards aggregate sums
-// only (an unset op is the default, sum).
+// only (an unset op is the default, sum), of float32, float64 or int32 (a
+// shard refuses float16 tensors).
 bool ParameterServerCanReduce(const proto::ExperimentSpec& spec);
 
 // Bytes per element of the spec's dtype. The spec must be valid.

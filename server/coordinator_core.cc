@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "proto/spec.h"
+#include "proto/training_spec.h"
 #include "server/result_aggregator.h"
 
 namespace testbed {
@@ -26,6 +27,18 @@ Clock::time_point RowDeadline(Clock::time_point now, const proto::ExperimentSpec
     return Clock::time_point::max();
   }
   return now + std::chrono::seconds(timeout_s * collectives + kSlack_s);
+}
+
+Clock::time_point TrainingDeadline(Clock::time_point now, const proto::TrainingSpec& spec) {
+  constexpr std::int64_t kSlack_s = 30;
+  if (spec.steps() == 0) return Clock::time_point::max();
+  const std::int64_t timeout_s = spec.timeout_s() ? spec.timeout_s() : 120;
+  const std::int64_t left_s =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::max() - now).count();
+  // steps < 2^64 and timeout_s < 2^32: compare in division, never multiply past.
+  const std::uint64_t budget_s = static_cast<std::uint64_t>(std::max<std::int64_t>(left_s - kSlack_s, 0));
+  if (spec.steps() >= budget_s / static_cast<std::uint64_t>(timeout_s)) return Clock::time_point::max();
+  return now + std::chrono::seconds(timeout_s * static_cast<std::int64_t>(spec.steps() + 1) + kSlack_s);
 }
 
 absl::string_view StateName(ExperimentState state) {
@@ -128,11 +141,7 @@ std::uint32_t CoordinatorCore::ShardJoined(const std::string& address, Time now)
 
 // --- Experiment -----------------------------------------------------------
 
-absl::StatusOr<std::uint64_t> CoordinatorCore::Submit(proto::ExperimentSpec spec,
-                                                      std::chrono::seconds wait_for_workers,
-                                                      Time now) {
-  ApplyDefaults(spec);
-  if (absl::Status st = ValidateSpec(spec); !st.ok()) return absl::InvalidArgumentError(st.message());
+absl::Status CoordinatorCore::CanBegin() const {
   if (shutting_down_) return absl::UnavailableError("the coordinator is shutting down");
   // One experiment at a time, counting the one still waiting for its workers:
   // two waiting at once would both start on the same workers when they came.
@@ -145,26 +154,61 @@ absl::StatusOr<std::uint64_t> CoordinatorCore::Submit(proto::ExperimentSpec spec
     return absl::FailedPreconditionError(
         absl::StrCat("experiment ", experiment_->id, " is still running"));
   }
-  const bool ps = UsesParameterServer(spec);
-  if (ps && own_shard_address_.empty()) {
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::uint64_t> CoordinatorCore::Submit(proto::ExperimentSpec spec,
+                                                      std::chrono::seconds wait_for_workers,
+                                                      Time now) {
+  ApplyDefaults(spec);
+  if (absl::Status st = ValidateSpec(spec); !st.ok()) return absl::InvalidArgumentError(st.message());
+  if (absl::Status st = CanBegin(); !st.ok()) return st;
+  Experiment e;
+  e.ps = UsesParameterServer(spec);
+  e.workers = spec.workers();
+  e.servers = spec.servers();
+  e.spec = std::move(spec);
+  e.wait_for_workers = wait_for_workers;
+  return Begin(std::move(e), now);
+}
+
+absl::StatusOr<std::uint64_t> CoordinatorCore::SubmitTraining(
+    proto::TrainingSpec spec, std::chrono::seconds wait_for_workers, Time now) {
+  if (HasSweepAxes(spec)) {
+    return absl::InvalidArgumentError(
+        "a training spec with sweep axes (worker_counts, link_rates, models, schemes) is many "
+        "runs: testbed train submits them one by one");
+  }
+  ApplyRunDefaults(spec);
+  if (spec.workers() > 1024 || spec.servers() > 1024) {
+    return absl::InvalidArgumentError("a training run takes at most 1024 workers and servers");
+  }
+  if (absl::Status st = CanBegin(); !st.ok()) return st;
+  Experiment e;
+  e.ps = spec.sync() == "ps";
+  e.workers = spec.workers();
+  e.servers = e.ps ? spec.servers() : 1;
+  e.training = std::move(spec);
+  e.wait_for_workers = wait_for_workers;
+  return Begin(std::move(e), now);
+}
+
+absl::StatusOr<std::uint64_t> CoordinatorCore::Begin(Experiment experiment, Time now) {
+  if (experiment.ps && own_shard_address_.empty()) {
     return absl::FailedPreconditionError(
         "this coordinator has no parameter-server address (--advertise)");
   }
-  experiment_.emplace();
+  experiment_.emplace(std::move(experiment));
   experiment_->id = next_experiment_id_++;
-  experiment_->spec = std::move(spec);
-  experiment_->ps = ps;
-  experiment_->wait_for_workers = wait_for_workers;
-  Enter(ExperimentState::kWaitingForWorkers, now + wait_for_workers, "workers");
+  Enter(ExperimentState::kWaitingForWorkers, now + experiment_->wait_for_workers, "workers");
   MaybeStart(now);
   return experiment_->id;
 }
 
 std::string CoordinatorCore::WaitingFor() const {
   if (!experiment_) return "";
-  const proto::ExperimentSpec& spec = experiment_->spec;
-  return absl::StrCat(workers_.size(), " of ", spec.workers(), " workers attached",
-                      experiment_->ps ? absl::StrCat(", ", shards(), " of ", spec.servers(),
+  return absl::StrCat(workers_.size(), " of ", experiment_->workers, " workers attached",
+                      experiment_->ps ? absl::StrCat(", ", shards(), " of ", experiment_->servers,
                                                      " parameter-server shards")
                                       : "");
 }
@@ -179,11 +223,10 @@ void CoordinatorCore::Enter(ExperimentState state, Time deadline, std::string aw
 void CoordinatorCore::MaybeStart(Time now) {
   if (state_ != ExperimentState::kWaitingForWorkers) return;
   Experiment& e = *experiment_;
-  const proto::ExperimentSpec& spec = e.spec;
-  if (workers_.size() < spec.workers() || (e.ps && shards() < spec.servers())) return;
+  if (workers_.size() < e.workers || (e.ps && shards() < e.servers)) return;
 
   for (const auto& [id, worker] : workers_) {
-    if (e.ranks.size() == spec.workers()) break;
+    if (e.ranks.size() == e.workers) break;
     const int r = static_cast<int>(e.ranks.size());
     e.rank_of[id] = r;
     Rank& rank = e.ranks.emplace_back();
@@ -191,9 +234,14 @@ void CoordinatorCore::MaybeStart(Time now) {
     rank.name = absl::StrCat("rank ", r, " (worker ", id, " (", worker.host, " pid ", worker.pid, "))");
     rank.last_seen = now;
   }
-  spdlog::info("experiment {}: {} workers, {} algorithms x {} sizes", e.id, spec.workers(),
-               spec.algorithms_size(), spec.sizes_size());
-  const int n = static_cast<int>(spec.workers());
+  if (e.training) {
+    spdlog::info("experiment {}: training, {} workers, sync {}", e.id, e.workers,
+                 e.training->sync());
+  } else {
+    spdlog::info("experiment {}: {} workers, {} algorithms x {} sizes", e.id, e.workers,
+                 e.spec.algorithms_size(), e.spec.sizes_size());
+  }
+  const int n = static_cast<int>(e.workers);
   for (int r = 0; r < n; ++r) {
     Outgoing out;
     out.worker_id = e.ranks[r].worker_id;
@@ -201,10 +249,14 @@ void CoordinatorCore::MaybeStart(Time now) {
     prepare.set_experiment_id(e.id);
     prepare.set_rank(r);
     prepare.set_world_size(n);
-    *prepare.mutable_spec() = spec;
+    if (e.training) {
+      *prepare.mutable_training() = *e.training;
+    } else {
+      *prepare.mutable_spec() = e.spec;
+    }
     if (e.ps) {
       prepare.add_shard_addresses(own_shard_address_);
-      for (std::uint32_t s = 0; s + 1 < spec.servers(); ++s) prepare.add_shard_addresses(shards_[s]);
+      for (std::uint32_t s = 0; s + 1 < e.servers; ++s) prepare.add_shard_addresses(shards_[s]);
     }
     outbox_.push_back(std::move(out));
   }
@@ -240,6 +292,8 @@ absl::Status CoordinatorCore::Deliver(std::uint32_t worker_id, const proto::Work
     case proto::WorkerMessage::kFailure:
       return FailureReported(worker_id, message.failure().message(), now);
     case proto::WorkerMessage::kFinished: return FinishedReceived(worker_id, now);
+    case proto::WorkerMessage::kTrainingRow:
+      return TrainingRowReceived(worker_id, message.training_row(), now);
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("worker ", worker_id, " sent a message of kind ", message.kind_case()));
@@ -283,8 +337,30 @@ absl::Status CoordinatorCore::ReadyReceived(std::uint32_t worker_id, Time now) {
   proto::CoordinatorMessage start;
   start.mutable_start()->set_experiment_id(e.id);
   SendToAll(start);
+  if (e.training) {
+    Enter(ExperimentState::kRunning, TrainingDeadline(now, *e.training), "the training run");
+    return absl::OkStatus();
+  }
   Enter(ExperimentState::kRunning, now, "");
   AdvanceRows(now);
+  return absl::OkStatus();
+}
+
+// Rank 0 reports; a row from another rank is refused, not relayed twice.
+absl::Status CoordinatorCore::TrainingRowReceived(std::uint32_t worker_id,
+                                                  const proto::TrainingRow& row, Time) {
+  absl::StatusOr<Rank*> rank = RankFor(worker_id, "a training row", {ExperimentState::kRunning});
+  if (!rank.ok()) return rank.status();
+  if (!experiment_->training) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        (*rank)->name, " sent a training row in experiment ", experiment_->id,
+        ", which is no training run"));
+  }
+  if (*rank != &experiment_->ranks[0]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat((*rank)->name, " sent a training row: only rank 0 reports"));
+  }
+  training_rows_.push_back(row);
   return absl::OkStatus();
 }
 
@@ -292,6 +368,10 @@ absl::Status CoordinatorCore::ResultReceived(std::uint32_t worker_id,
                                              const proto::RankResult& result, Time now) {
   absl::StatusOr<Rank*> rank = RankFor(worker_id, "a result", {ExperimentState::kRunning});
   if (!rank.ok()) return rank.status();
+  if (experiment_->training) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        (*rank)->name, " sent a collective's result in training run ", experiment_->id));
+  }
   experiment_->results[{result.algorithm(), result.bytes()}].push_back(result);
   AdvanceRows(now);
   return absl::OkStatus();
@@ -346,6 +426,12 @@ absl::Status CoordinatorCore::FinishedReceived(std::uint32_t worker_id, Time now
   if (!rank.ok()) return rank.status();
   (*rank)->finished = true;
   if (state_ == ExperimentState::kCollecting) AdvanceRows(now);
+  Experiment& e = *experiment_;
+  if (e.training &&
+      std::all_of(e.ranks.begin(), e.ranks.end(), [](const Rank& r) { return r.finished; })) {
+    state_ = ExperimentState::kDone;
+    spdlog::info("experiment {} (training) done", e.id);
+  }
   return absl::OkStatus();
 }
 

@@ -8,6 +8,8 @@
 //   preparing:  ranks given (Prepare sent); waiting for every UCX address.
 //   connecting: addresses relayed (Connect sent); waiting for every Ready.
 //   running:    Start sent; waiting for each row's N results, in spec order.
+//               A training run (SubmitTraining) instead relays rank 0's
+//               TrainingRows as they come, until every rank's Finished.
 //   collecting: every row aggregated; waiting for every rank's Finished.
 //   done, failed: terminal until Release(), which returns to kIdle.
 //
@@ -35,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/control.pb.h"
 #include "proto/experiment.pb.h"
+#include "proto/training.pb.h"
 
 namespace testbed {
 
@@ -47,6 +50,12 @@ using CoordinatorClock = std::chrono::steady_clock;
 // that steady_clock's nanoseconds hold (86400 s x 1000000 iterations does).
 CoordinatorClock::time_point RowDeadline(CoordinatorClock::time_point now,
                                          const proto::ExperimentSpec& spec);
+// When the coordinator gives up on a training run started at `now`: each step
+// may take the spec's timeout (120 s where it gives none), plus one for the
+// evaluations and 30 s of slack; no deadline for a run given in epochs, whose
+// steps depend on the workers' data (heartbeats still catch a hung rank).
+CoordinatorClock::time_point TrainingDeadline(CoordinatorClock::time_point now,
+                                              const proto::TrainingSpec& spec);
 
 enum class ExperimentState {
   kIdle,               // no experiment
@@ -110,6 +119,12 @@ class CoordinatorCore {
   // until now + wait_for_workers. Refused while another experiment exists.
   absl::StatusOr<std::uint64_t> Submit(proto::ExperimentSpec spec,
                                        std::chrono::seconds wait_for_workers, Time now);
+  // A training run on N workers (and, for ps, S shards): every rank is told
+  // the spec in its Prepare; the names in it are checked by the workers, which
+  // report a bad one as their failure. Refused with sweep axes (one run per
+  // submission) and, like Submit, while another experiment exists.
+  absl::StatusOr<std::uint64_t> SubmitTraining(proto::TrainingSpec spec,
+                                               std::chrono::seconds wait_for_workers, Time now);
 
   // Any message from a worker: heartbeats and all the ones below.
   absl::Status Deliver(std::uint32_t worker_id, const proto::WorkerMessage& message, Time now);
@@ -119,6 +134,8 @@ class CoordinatorCore {
   absl::Status ResultReceived(std::uint32_t worker_id, const proto::RankResult& result, Time now);
   absl::Status FailureReported(std::uint32_t worker_id, absl::string_view message, Time now);
   absl::Status FinishedReceived(std::uint32_t worker_id, Time now);
+  absl::Status TrainingRowReceived(std::uint32_t worker_id, const proto::TrainingRow& row,
+                                   Time now);
 
   // Deadlines: the wait for workers, each handshake, each row, heartbeats, a
   // held-back failure report. Call whenever time has passed.
@@ -143,9 +160,12 @@ class CoordinatorCore {
   // The rank a worker has in the experiment; nullopt when it has none.
   std::optional<int> RankOf(std::uint32_t worker_id) const;
 
-  bool has_queued() const { return !outbox_.empty() || !rows_.empty(); }
+  bool has_queued() const {
+    return !outbox_.empty() || !rows_.empty() || !training_rows_.empty();
+  }
   std::vector<Outgoing> TakeMessages() { return std::exchange(outbox_, {}); }
   std::vector<Row> TakeRows() { return std::exchange(rows_, {}); }
+  std::vector<proto::TrainingRow> TakeTrainingRows() { return std::exchange(training_rows_, {}); }
 
  private:
   struct Worker {
@@ -162,6 +182,8 @@ class CoordinatorCore {
   struct Experiment {
     std::uint64_t id = 0;
     proto::ExperimentSpec spec;
+    std::optional<proto::TrainingSpec> training;  // a training run, instead of `spec`
+    std::uint32_t workers = 0, servers = 0;  // N, and S for ps: the spec's or the training's
     bool ps = false;  // runs on the parameter server: needs its shards
     std::chrono::seconds wait_for_workers{0};
     std::vector<Rank> ranks;
@@ -183,6 +205,11 @@ class CoordinatorCore {
   // otherwise an error saying why the event makes no sense now.
   absl::StatusOr<Rank*> RankFor(std::uint32_t worker_id, absl::string_view event,
                                 std::initializer_list<ExperimentState> states);
+  // Whether a submission may begin now: not while shutting down, and one
+  // experiment or training run at a time.
+  absl::Status CanBegin() const;
+  // Takes the experiment, then waits for its workers.
+  absl::StatusOr<std::uint64_t> Begin(Experiment experiment, Time now);
   void MaybeStart(Time now);
   void Enter(ExperimentState state, Time deadline, std::string awaiting);
   void AdvanceRows(Time now);
@@ -200,6 +227,7 @@ class CoordinatorCore {
   bool shutting_down_ = false;
   std::vector<Outgoing> outbox_;
   std::vector<Row> rows_;
+  std::vector<proto::TrainingRow> training_rows_;
 };
 
 }  // namespace testbed

@@ -183,7 +183,9 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
       request->wait_for_workers_s() ? request->wait_for_workers_s() : 30);
   std::unique_lock lock(mu_);
   if (absl::StatusOr<std::uint64_t> id =
-          core_.Submit(request->spec(), wait_for_workers, Clock::now());
+          request->has_training()
+              ? core_.SubmitTraining(request->training(), wait_for_workers, Clock::now())
+              : core_.Submit(request->spec(), wait_for_workers, Clock::now());
       !id.ok()) {
     return ToGrpcStatus(id.status());
   }
@@ -202,6 +204,10 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
       if (state == ExperimentState::kFailed) break;  // the client gets the failure instead
       events.emplace_back().set_progress(std::move(row.note));
       *events.emplace_back().mutable_row() = std::move(row.row);
+    }
+    for (proto::TrainingRow& row : core_.TakeTrainingRows()) {
+      if (state == ExperimentState::kFailed) break;
+      *events.emplace_back().mutable_training_row() = std::move(row);
     }
     SendQueued(lock);
     bool written = true;

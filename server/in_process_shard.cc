@@ -7,13 +7,14 @@
 namespace testbed {
 
 absl::StatusOr<std::unique_ptr<InProcessShard>> InProcessShard::Start(
-    const Credentials& credentials, std::chrono::milliseconds pull_timeout) {
+    const Credentials& credentials, std::chrono::milliseconds pull_timeout, int port) {
   auto shard = std::unique_ptr<InProcessShard>(new InProcessShard());
   shard->service_ =
       std::make_unique<ParameterServerService>(shard->store_, credentials, pull_timeout);
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  const std::string listen = absl::StrCat("127.0.0.1:", port);
+  port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(shard->service_.get());
   shard->server_ = builder.BuildAndStart();
   if (shard->server_ == nullptr || port == 0) {

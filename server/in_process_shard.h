@@ -21,9 +21,10 @@ namespace testbed {
 
 class InProcessShard {
  public:
-  // Pulls wait at most `pull_timeout` for their step.
+  // Pulls wait at most `pull_timeout` for their step. `port` 0 takes any free
+  // one.
   static absl::StatusOr<std::unique_ptr<InProcessShard>> Start(
-      const Credentials& credentials, std::chrono::milliseconds pull_timeout);
+      const Credentials& credentials, std::chrono::milliseconds pull_timeout, int port = 0);
   ~InProcessShard() { Stop(); }
 
   const std::string& address() const { return address_; }  // "127.0.0.1:PORT"

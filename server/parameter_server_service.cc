@@ -1,5 +1,6 @@
 #include "server/parameter_server_service.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -96,9 +97,11 @@ absl::StatusOr<ParameterServerService::ReceivedPush> ParameterServerService::Beg
   }
   push.tensor = push.chunk.tensor();
   push.step = push.chunk.step();
+  push.worker = push.chunk.worker();
   absl::StatusOr<std::unique_ptr<ParameterStore::PushSession>> session =
       store_.BeginPush(push.chunk.tensor(), push.chunk.worker(), push.chunk.step());
   if (!session.ok()) return session.status();
+  push.encoding = (*session)->push_encoding();
   push.session = *std::move(session);
   return push;
 }
@@ -108,16 +111,55 @@ absl::Status ParameterServerService::ReceiveChunks(Reader& reader, ReceivedPush&
   grpc::ByteBuffer message;
   std::vector<std::span<const std::byte>> pieces;
   while (true) {
-    // The session stages the received slices themselves: no copy.
-    auto staged = std::make_shared<StagedSlices>();
-    staged->slices = std::move(push.payload.slices);
-    pieces.clear();
-    for (const grpc::Slice& s : staged->slices) {
-      pieces.push_back(std::as_bytes(std::span(s.begin(), s.size())));
-    }
-    if (absl::Status st = push.session->AddChunk(push.chunk.offset(), pieces, std::move(staged));
-        !st.ok()) {
-      return st;
+    if (push.encoding != proto::TensorSpec::DENSE) {
+      // Halves widened, or pairs scattered, into the float32 the store takes,
+      // chunk by chunk as they arrive: the store's memory for a push is what
+      // a dense push takes, and nothing waits for the whole push. (A refusal
+      // here drops the session, which fails the push as the store's own do.)
+      const bool fp16 = push.encoding == proto::TensorSpec::FP16;
+      const std::int64_t count = fp16 ? static_cast<std::int64_t>(push.payload.bytes / 2)
+                                      : push.chunk.count();
+      if (fp16 && push.payload.bytes % 2 != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", push.tensor, "': an FP16 chunk of ", push.payload.bytes,
+                         " bytes is not whole halves"));
+      }
+      if (!fp16 && (count < 0 || count > kMaxSparseChunkElements)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", push.tensor, "': a SPARSE chunk of ", count,
+                         " elements (0 to ", kMaxSparseChunkElements, ")"));
+      }
+      auto dense = std::make_shared<std::vector<float>>(static_cast<std::size_t>(count));
+      if (fp16) {
+        WidenHalves(push.payload.slices, dense->data());
+      } else if (absl::Status st = ScatterPairs(push.payload.slices, push.payload.bytes, *dense);
+                 !st.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", push.tensor, "': ", st.message()));
+      }
+      const std::size_t wire = push.payload.bytes;
+      push.payload.slices.clear();  // the received bytes are not needed any more
+      const std::span<const std::byte> piece = std::as_bytes(std::span(*dense));
+      if (absl::Status st =
+              push.session->AddChunk(push.chunk.offset(), std::span(&piece, 1), std::move(dense));
+          !st.ok()) {
+        return st;
+      }
+      staged_beyond_wire_ += static_cast<std::int64_t>(piece.size()) -
+                             static_cast<std::int64_t>(wire);
+    } else {
+      // The session stages the received slices themselves: no copy.
+      auto staged = std::make_shared<StagedSlices>();
+      staged->slices = std::move(push.payload.slices);
+      pieces.clear();
+      for (const grpc::Slice& s : staged->slices) {
+        pieces.push_back(std::as_bytes(std::span(s.begin(), s.size())));
+      }
+      if (absl::Status st =
+              push.session->AddChunk(push.chunk.offset(), pieces, std::move(staged));
+          !st.ok()) {
+        return st;
+      }
     }
     if (!reader.Read(&message)) break;
     if (absl::Status st =
@@ -153,7 +195,8 @@ template <typename Writer>
 absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& context,
                                                const std::string& tensor, std::uint64_t step,
                                                Writer& writer,
-                                               const std::function<bool()>& stop) {
+                                               const std::function<bool()>& stop,
+                                               std::optional<std::uint32_t> puller) {
   return store_.Pull(
       tensor, step, PullDeadline(context),
       [&](std::int64_t offset, std::span<const std::byte> data,
@@ -165,7 +208,7 @@ absl::Status ParameterServerService::ServeStep(const grpc::ServerContext& contex
         return writer.Write(
             EncodeChunk(header, kValueChunkPayloadField, std::span(&payload, 1)));
       },
-      [&context, &stop] { return context.IsCancelled() || (stop && stop()); });
+      [&context, &stop] { return context.IsCancelled() || (stop && stop()); }, puller);
 }
 
 grpc::Status ParameterServerService::Pull(
@@ -199,8 +242,9 @@ grpc::Status ParameterServerService::PushPull(
   });
   // A withdrawn push leaves its step unserved: the pull stops rather than
   // wait for it (within ParameterStore::kGoneCheck).
-  const absl::Status served =
-      ServeStep(*context, push->tensor, push->step, *stream, [&] { return push_failed.load(); });
+  const absl::Status served = ServeStep(
+      *context, push->tensor, push->step, *stream, [&] { return push_failed.load(); },
+      push->worker);
   // The reader ends when the client finishes its push (WritesDone) or the call
   // ends (deadline, cancellation).
   reader.join();
@@ -220,7 +264,11 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
                                            const proto::StatsRequest*, proto::StatsReply* reply) {
   absl::StatusOr<CallLimiter::Admission> call = AdmitCall(*context);
   if (!call.ok()) return ToGrpcStatus(call.status());
-  reply->set_bytes_received(store_.bytes_received());
+  // The store counts what it staged; encoded pushes were staged decoded. The
+  // difference is read first: the store counts a chunk before it changes.
+  const std::int64_t beyond = staged_beyond_wire_.load();
+  const auto staged = static_cast<std::int64_t>(store_.bytes_received());
+  reply->set_bytes_received(static_cast<std::uint64_t>(std::max<std::int64_t>(0, staged - beyond)));
   reply->set_bytes_sent(store_.bytes_sent());
   return grpc::Status::OK;
 }

@@ -10,12 +10,21 @@
 // payload is touched in user space only to sum it. Clients built from the
 // .proto still talk to this service.
 //
+// Push encodings (TensorSpec.push_encoding): an FP16 tensor's pushes arrive
+// as halves, a SPARSE one's as (index, value) pairs; each chunk is decoded to
+// float32 as it arrives (widened, or scattered into zeros: one copy, the
+// only one) and staged as such, so the store - which takes the dtype's
+// elements only - sums the decoded gradients. Stats count the bytes that
+// travelled, not the floats staged from them.
+//
 // Thread-safety: gRPC calls the handlers concurrently; the store is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "proto/chunk_wire.h"
@@ -55,6 +64,8 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   struct ReceivedPush {
     std::string tensor;
     std::uint64_t step = 0;
+    std::uint32_t worker = 0;
+    proto::TensorSpec::PushEncoding encoding = proto::TensorSpec::DENSE;
     std::unique_ptr<ParameterStore::PushSession> session;
     proto::PushChunk chunk;  // the header fields; the payload stays in slices
     ChunkPayload payload;
@@ -68,11 +79,13 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   absl::Status ReceiveChunks(Reader& reader, ReceivedPush& push);
   // Sends the values of `step` to `writer`, in the store's chunks (1 MiB by
   // default: well under gRPC's 4 MiB message cap), each once it is ready;
-  // stops when the call is cancelled or `stop` says so.
+  // stops when the call is cancelled or `stop` says so. `puller`: the worker
+  // that pulls, where the call names it (PushPull; the stale modes use it).
   template <typename Writer>
   absl::Status ServeStep(const grpc::ServerContext& context, const std::string& tensor,
                          std::uint64_t step, Writer& writer,
-                         const std::function<bool()>& stop = {});
+                         const std::function<bool()>& stop = {},
+                         std::optional<std::uint32_t> puller = std::nullopt);
 
   // The job's token, then a place among the calls in progress, held by the
   // returned admission until the handler returns.
@@ -84,6 +97,11 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   const Credentials credentials_;
   const std::chrono::milliseconds pull_timeout_;
   const std::shared_ptr<CallLimiter> calls_;
+
+  // Bytes the store counted as received beyond those that travelled: the
+  // float32 decoded from encoded pushes, less what travelled (negative for a
+  // SPARSE chunk denser than half); Stats subtracts it.
+  std::atomic<std::int64_t> staged_beyond_wire_{0};
 };
 
 }  // namespace testbed

@@ -71,6 +71,33 @@ struct ParameterStore::Tensor {
   std::vector<std::shared_ptr<Bytes>> spares;  // buffers for the next steps' values
   std::unique_ptr<Optimizer> optimizer;  // the rule, with this slice's state
 
+  // Stale modes only (BOUNDED_STALENESS, ASYNCHRONOUS): pushes stage into
+  // `open` and `staged`, `values` is the current version; the fields above
+  // for served steps are unused.
+  bool stale = false;
+  std::uint64_t staleness = 0;       // k; the largest uint64 for ASYNCHRONOUS
+  std::vector<std::uint64_t> clock;  // per worker: the last step it pushed completely
+  std::vector<bool> pushing;         // a push of the worker's next step is under way
+  bool applying = false;             // a thread is applying a push (one at a time)
+  bool broken = false;               // a push broke off: all fail with `failure`
+
+  // Stale modes: a pull of `step` by `puller` (if known) may take the values.
+  bool StaleReady(std::uint64_t step, std::optional<std::uint32_t> puller) const {
+    if (puller && clock[*puller] < step) return false;
+    return step <= staleness || *std::min_element(clock.begin(), clock.end()) >= step - staleness;
+  }
+  // Stale modes: the workers a pull of `step` by `puller` still waits for.
+  std::string WorkersBehind(std::uint64_t step, std::optional<std::uint32_t> puller) const {
+    std::string names;
+    for (std::size_t w = 0; w < clock.size(); ++w) {
+      const bool own = puller && *puller == w;
+      if ((own && clock[w] < step) || (step > staleness && clock[w] < step - staleness)) {
+        absl::StrAppend(&names, names.empty() ? "" : ", ", w, " (at step ", clock[w], ")");
+      }
+    }
+    return names;
+  }
+
   std::size_t bytes() const { return static_cast<std::size_t>(slice.count) * element; }
   std::string Name() const { return absl::StrCat("tensor '", spec.name(), "'"); }
   // Elements [begin, end) of the slice form chunk `k`.
@@ -241,11 +268,14 @@ void SumChunk(const ClippedPushes& clipped, std::size_t count, T* g) {
 // Works out elements [begin, end) of a step's values: sums the gradients,
 // averages them if asked, and applies the optimizer, starting from `prev`:
 // one call for the chunk.
+// `workers` is what `average` divides by: the pushes summed (sync mode), or
+// all N workers when a push is applied on its own (the stale modes).
 template <typename T>
-void WorkOutChunk(Optimizer& optimizer, bool average, const ClippedPushes& pushes,
-                  std::int64_t begin, std::int64_t end, const T* prev, T* w) {
+void WorkOutChunk(Optimizer& optimizer, bool average, std::size_t divisor,
+                  const ClippedPushes& pushes, std::int64_t begin, std::int64_t end,
+                  const T* prev, T* w) {
   const std::int64_t n = end - begin;
-  const auto workers = static_cast<T>(pushes.size());
+  const auto workers = static_cast<T>(divisor);
   if (!optimizer.Updates()) {  // the aggregate itself, summed in place
     T* g = w + begin;
     SumChunk<T>(pushes, static_cast<std::size_t>(n), g);
@@ -307,6 +337,15 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   const auto type = ParseDataType(spec.dtype());
   if (spec.name().empty()) return absl::InvalidArgumentError("a tensor needs a name");
   if (!type) return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", spec.dtype(), "'"));
+  // Halves are a wire format here, not a storage type: the optimizers work
+  // in float32 or float64, and a gradient travels as halves through a float32
+  // tensor's FP16 push encoding.
+  if (*type == DataType::kFloat16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", spec.name(),
+        "': the parameter server holds float32, float64 or int32 tensors, not float16 "
+        "(push a float32 tensor's gradients as halves with push encoding FP16)"));
+  }
   if (spec.count() < 0 || spec.workers() < 1 || shards < 1 || shard < 0 || shard >= shards) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad declaration of '", spec.name(), "': count ", spec.count(), ", workers ",
@@ -319,6 +358,36 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   }
   if (*type == DataType::kInt32 && (*optimizer)->Updates()) {
     return absl::InvalidArgumentError("int32 tensors only aggregate (optimizer NONE)");
+  }
+  const proto::TensorSpec::PushEncoding encoding = spec.push_encoding();
+  if (!proto::TensorSpec::PushEncoding_IsValid(encoding)) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name(),
+                                                   "': unknown push encoding ", encoding,
+                                                   " (DENSE, FP16 or SPARSE)"));
+  }
+  if (encoding != proto::TensorSpec::DENSE && *type != DataType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", spec.name(), "': the ", proto::TensorSpec::PushEncoding_Name(encoding),
+        " push encoding is for float32 tensors, not ", spec.dtype()));
+  }
+  const proto::TensorSpec::Consistency consistency = spec.consistency();
+  if (!proto::TensorSpec::Consistency_IsValid(consistency)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", spec.name(), "': unknown consistency ", consistency));
+  }
+  if (spec.staleness() != 0 && consistency != proto::TensorSpec::BOUNDED_STALENESS) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", spec.name(), "': a staleness bound (", spec.staleness(),
+        ") needs consistency BOUNDED_STALENESS, not ",
+        proto::TensorSpec::Consistency_Name(consistency)));
+  }
+  const bool stale = consistency != proto::TensorSpec::SYNCHRONOUS;
+  if (stale && !(*optimizer)->Updates()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", spec.name(), "': consistency ",
+        proto::TensorSpec::Consistency_Name(consistency),
+        " needs an optimizer that updates (sgd, momentum, adam): NONE serves one step's sum, "
+        "which only synchronous steps have"));
   }
   // The slice is measured against the limit by division, so no count, however
   // large, overflows on the way; a whole tensor whose bytes do not fit 64 bits
@@ -377,7 +446,7 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   // Step 0 is served: all zeros, every chunk worked out. Its buffer and a
   // spare for step 1 are touched now, not during the first timed step.
   t->values = std::make_shared<Bytes>(t->bytes());
-  if ((*optimizer)->Updates()) {  // only optimizers start from it
+  if ((*optimizer)->Updates() && !stale) {  // only sync optimizers start from it
     t->previous = std::make_shared<const Bytes>(t->bytes());
   }
   t->spares.push_back(std::make_shared<Bytes>(t->bytes()));
@@ -386,6 +455,14 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
   t->chunks.assign(chunks, ChunkState::kDone);
   t->optimizer = *std::move(optimizer);
   t->optimizer->Prepare(chunk.count);
+  if (stale) {
+    t->stale = true;
+    t->staleness = consistency == proto::TensorSpec::ASYNCHRONOUS
+                       ? std::numeric_limits<std::uint64_t>::max()
+                       : spec.staleness();
+    t->clock.assign(spec.workers(), 0);
+    t->pushing.assign(spec.workers(), false);
+  }
   tensors_[spec.name()] = t;
   declared_bytes_ += slice_bytes;
   return t->slice;
@@ -413,6 +490,28 @@ absl::StatusOr<std::unique_ptr<ParameterStore::PushSession>> ParameterStore::Beg
   if (worker >= t->spec.workers()) {
     return absl::InvalidArgumentError(absl::StrCat(t->Name(), " has ", t->spec.workers(),
                                                    " workers; there is no worker ", worker));
+  }
+  if (t->stale) {
+    if (t->broken) return t->failure;
+    if (step <= t->clock[worker]) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          t->Name(), ": worker ", worker, " already pushed step ", step, " (it is at step ",
+          t->clock[worker], ")"));
+    }
+    if (step != t->clock[worker] + 1) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(t->Name(), ": step ", step, " is not open for worker ", worker,
+                       "; its next step is ", t->clock[worker] + 1));
+    }
+    if (t->pushing[worker]) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(t->Name(), ": worker ", worker, " is already pushing step ", step));
+    }
+    t->pushing[worker] = true;
+    t->staged[worker] = 0;
+    std::unique_ptr<PushSession> session(new PushSession(*this, t, worker, step));
+    if (t->slice.count == 0) ApplyPush(*t, worker, step, lock);  // nothing to push
+    return session;
   }
   if (step <= t->completed) {
     return absl::FailedPreconditionError(
@@ -473,11 +572,31 @@ ParameterStore::PushSession::~PushSession() {
   }
 }
 
+proto::TensorSpec::PushEncoding ParameterStore::PushSession::push_encoding() const {
+  return tensor_->spec.push_encoding();  // set once at Declare, never changed
+}
+
 void ParameterStore::PushSession::Fail(const absl::Status& why) {
   Tensor& t = *tensor_;
   std::lock_guard lock(t.mu);
   finished_ = true;
   if (next_ == t.slice.count) return;  // complete: a chunk past the end changes nothing
+  if (t.stale) {
+    // Nothing of the push was applied, but its worker's clock would never
+    // move again: the tensor fails, so that nobody waits for it.
+    t.open[worker_] = StagedPush{};
+    t.staged[worker_] = 0;
+    t.pushing[worker_] = false;
+    if (!t.broken) {
+      t.broken = true;
+      t.failure = absl::AbortedError(absl::StrCat(
+          t.Name(), ": worker ", worker_, "'s push of step ", step_, " broke off after ", next_,
+          " of ", t.slice.count, " elements (", why.message(),
+          "); forget and declare the tensor again to start over"));
+    }
+    t.changed_cv.notify_all();
+    return;
+  }
   if (t.failed_step == step_) return;  // another worker's push failed it first
   if (t.served != step_) {
     // Not every worker has joined, so nothing of the step has been worked
@@ -532,14 +651,24 @@ absl::Status ParameterStore::PushSession::AddChunk(
     Fail(refused);
     return refused;
   }
-  std::lock_guard lock(t.mu);
-  if (t.failed_step == step_) {
+  std::unique_lock lock(t.mu);
+  if (t.failed_step == step_ || t.broken) {
     finished_ = true;
     return t.failure;
   }
   store_.bytes_received_ += bytes;
   next_ += count;
   if (bytes == 0) return absl::OkStatus();
+  if (t.stale) {  // staged until the push is complete, then applied on its own
+    StagedPush& into = t.open[worker_];
+    for (const std::span<const std::byte> piece : pieces) {
+      if (!piece.empty()) into.pieces.push_back(piece);
+    }
+    into.owners.push_back(std::move(owner));
+    t.staged[worker_] = next_;
+    if (next_ == t.slice.count) store_.ApplyPush(t, worker_, step_, lock);
+    return absl::OkStatus();
+  }
   const bool served = t.served == step_;  // else the step waits for workers to join
   StagedPush& into = served ? t.gradients[worker_] : t.open[worker_];
   for (const std::span<const std::byte> piece : pieces) {
@@ -580,19 +709,21 @@ void ParameterStore::WorkOut(Tensor& t, std::size_t k, std::unique_lock<std::mut
   const bool average = t.spec.optimizer().average();
   switch (t.type) {
     case DataType::kFloat32:
-      WorkOutChunk<float>(optimizer, average, pushes, begin, end,
+      WorkOutChunk<float>(optimizer, average, pushes.size(), pushes, begin, end,
                           reinterpret_cast<const float*>(previous),
                           reinterpret_cast<float*>(values));
       break;
     case DataType::kFloat64:
-      WorkOutChunk<double>(optimizer, average, pushes, begin, end,
+      WorkOutChunk<double>(optimizer, average, pushes.size(), pushes, begin, end,
                            reinterpret_cast<const double*>(previous),
                            reinterpret_cast<double*>(values));
       break;
     case DataType::kInt32:
-      WorkOutChunk<std::int32_t>(optimizer, average, pushes, begin, end,
+      WorkOutChunk<std::int32_t>(optimizer, average, pushes.size(), pushes, begin, end,
                                  reinterpret_cast<const std::int32_t*>(previous),
                                  reinterpret_cast<std::int32_t*>(values));
+      break;
+    case DataType::kFloat16:  // refused at Declare
       break;
   }
   lock.lock();
@@ -615,7 +746,58 @@ absl::Status ParameterStore::PushSession::Commit() {
   std::lock_guard lock(t.mu);
   finished_ = true;
   if (t.failed_step == step_) return t.failure;
-  return absl::OkStatus();
+  return absl::OkStatus();  // stale modes: applied already, whatever failed since
+}
+
+void ParameterStore::ApplyPush(Tensor& t, std::uint32_t w, std::uint64_t step,
+                               std::unique_lock<std::mutex>& lock) {
+  // One at a time: the optimizer's state and the values change in the order
+  // pushes complete.
+  while (t.applying) t.changed_cv.wait(lock);
+  t.applying = true;
+  const StagedPush push = std::move(t.open[w]);
+  t.open[w] = StagedPush{};
+  const std::shared_ptr<const Bytes> from = t.values;  // pulls may still be sending it
+  std::shared_ptr<Bytes> to = TakeFreeBuffer(t.spares, t.bytes());
+  lock.unlock();
+  Optimizer& optimizer = *t.optimizer;
+  optimizer.BeginStep();
+  const bool average = t.spec.optimizer().average();
+  const std::size_t workers = t.spec.workers();
+  ClippedPushes pushes(1);
+  for (std::size_t k = 0; k < t.chunks.size(); ++k) {
+    const std::int64_t begin = t.ChunkBegin(k), end = t.ChunkEnd(k);
+    ClipPieces(push, static_cast<std::size_t>(begin) * t.element,
+               static_cast<std::size_t>(end - begin) * t.element, pushes[0]);
+    switch (t.type) {
+      case DataType::kFloat32:
+        WorkOutChunk<float>(optimizer, average, workers, pushes, begin, end,
+                            reinterpret_cast<const float*>(from->data()),
+                            reinterpret_cast<float*>(to->data()));
+        break;
+      case DataType::kFloat64:
+        WorkOutChunk<double>(optimizer, average, workers, pushes, begin, end,
+                             reinterpret_cast<const double*>(from->data()),
+                             reinterpret_cast<double*>(to->data()));
+        break;
+      case DataType::kInt32:  // refused at Declare: stale modes need an optimizer
+      case DataType::kFloat16:  // refused at Declare
+        break;
+    }
+  }
+  lock.lock();
+  t.spares.push_back(std::const_pointer_cast<Bytes>(std::move(t.values)));
+  t.values = std::move(to);
+  while (t.spares.size() > 2) {  // let go of buffers pulls still hold first
+    auto held = std::find_if(t.spares.begin(), t.spares.end(),
+                             [](const auto& b) { return b.use_count() > 1; });
+    t.spares.erase(held != t.spares.end() ? held : t.spares.begin());
+  }
+  t.clock[w] = step;
+  t.pushing[w] = false;
+  t.staged[w] = 0;
+  t.applying = false;
+  t.changed_cv.notify_all();
 }
 
 absl::Status ParameterStore::Await(Tensor& t, std::unique_lock<std::mutex>& lock,
@@ -638,10 +820,12 @@ absl::Status ParameterStore::Await(Tensor& t, std::unique_lock<std::mutex>& lock
 
 absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
                                   std::chrono::steady_clock::time_point deadline,
-                                  const EmitChunk& emit, const std::function<bool()>& gone) {
+                                  const EmitChunk& emit, const std::function<bool()>& gone,
+                                  std::optional<std::uint32_t> puller) {
   std::shared_ptr<Tensor> t = Find(name);
   if (!t) return absl::NotFoundError(absl::StrCat("no tensor '", name, "' on this shard"));
   std::unique_lock lock(t->mu);
+  if (t->stale) return PullStale(*t, lock, step, puller, deadline, emit, gone);
   const auto failed = [&] { return t->failed_step == step; };
   absl::Status st = Await(
       *t, lock, deadline, gone, [&] { return t->served >= step || failed(); },
@@ -678,6 +862,35 @@ absl::Status ParameterStore::Pull(const std::string& name, std::uint64_t step,
     lock.lock();
   }
   return st;
+}
+
+absl::Status ParameterStore::PullStale(Tensor& t, std::unique_lock<std::mutex>& lock,
+                                      std::uint64_t step, std::optional<std::uint32_t> puller,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      const EmitChunk& emit, const std::function<bool()>& gone) {
+  if (puller && *puller >= t.spec.workers()) puller.reset();  // not one of the workers
+  absl::Status st = Await(
+      t, lock, deadline, gone, [&] { return t.broken || t.StaleReady(step, puller); },
+      [&] {
+        return absl::StrCat(t.Name(), ": a pull of step ", step, " (staleness ",
+                            t.staleness == std::numeric_limits<std::uint64_t>::max()
+                                ? std::string("unbounded")
+                                : absl::StrCat(t.staleness),
+                            ") is still waiting for workers ", t.WorkersBehind(step, puller));
+      });
+  if (!st.ok()) return st;
+  if (t.broken) return t.failure;
+  const std::shared_ptr<const Bytes> values = t.values;  // one version, kept while it is sent
+  lock.unlock();
+  for (std::size_t k = 0; k < t.chunks.size(); ++k) {
+    const std::size_t at = static_cast<std::size_t>(t.ChunkBegin(k)) * t.element;
+    const std::size_t n = static_cast<std::size_t>(t.ChunkEnd(k) - t.ChunkBegin(k)) * t.element;
+    if (!emit(t.slice.offset + t.ChunkBegin(k), std::span(values->data() + at, n), values)) {
+      return absl::CancelledError("the puller went away");
+    }
+    bytes_sent_ += n;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace testbed

@@ -1,5 +1,6 @@
 // The parameter server's core, with no gRPC in it: one shard's slices of the
-// tensors, synchronous steps, and the optimizers.
+// tensors, synchronous (or stale: see "Stale modes" below) steps, and the
+// optimizers.
 //
 // A step of a tensor completes when all N workers have pushed it. The shard
 // sums (or averages) the gradients and applies the optimizer to its slice:
@@ -41,6 +42,56 @@
 // step fails). A step served while the previous one is not fully worked out
 // (a client that pushes without pulling) finishes the previous one first.
 //
+// Stale modes (TensorSpec.consistency; the above is SYNCHRONOUS, the
+// default, and nothing of it changes with them). BOUNDED_STALENESS with
+// staleness k is the stale synchronous parallel model of Ho et al., "More
+// Effective Distributed ML via a Stale Synchronous Parallel Parameter Server"
+// (NIPS 2013); ASYNCHRONOUS is the same with k unbounded. The rules:
+//  - Clocks. Worker w's clock c_w is the last step whose push it completed
+//    (0 before its first). Each worker pushes its steps in order, one at a
+//    time: BeginPush refuses step s unless s = c_w + 1 and no push of w is
+//    under way. Pushes never wait for other workers.
+//  - Updates. A push is applied on its own once its chunks cover the slice
+//    (at its last chunk, before Commit returns; its chunks are staged until
+//    then, so nothing of a push that breaks off was ever applied): the
+//    gradient, divided by N where the optimizer averages (so N pushes of one
+//    step move SGD's parameters as synchronous averaging does: -lr/N times
+//    the sum; momentum and Adam see N small steps instead of one, and Adam's
+//    bias correction counts pushes), goes through the optimizer, and c_w
+//    becomes s. Pushes are applied one at a time, in the order they complete;
+//    NONE (a step's sum, which only synchronous steps have) and int32 tensors
+//    are refused at Declare.
+//  - Reads. A pull of step t returns the values current when its rule first
+//    holds, all of them from one version (the applied pushes so far, never
+//    part of one). The rule: min over w of c_w >= t - k (every update of
+//    steps <= t - k is in the values; newer ones may be, as SSP allows), and,
+//    where the pull names its puller p (PushPull does), c_p >= t (a worker
+//    reads its own writes; PsClient also relies on it, overwriting its
+//    pushed gradient with the values it pulls). ASYNCHRONOUS (k infinite)
+//    waits only for the puller's own push. So a worker that pulled step t,
+//    and now computes step t + 1, is at most k steps ahead of the slowest,
+//    which computes step min c_w + 1 >= t - k + 1; k = 0 waits like BSP, but
+//    applies pushes one at a time (and a pull may see pushes of step t + 1
+//    that faster workers made after it could return).
+//  - Overlap. A stale pull sends one version, so PushPull's pull starts once
+//    the puller's own push is applied: the push's and the pull's bytes do not
+//    overlap in time as sync mode's chunks do (one worker's pull still
+//    overlaps the others' pushes).
+//  - Determinism. Values depend on the order pushes arrive in (the optimizer
+//    runs per push, floating-point sums are not associative, and which pushes
+//    a pull sees depends on timing): stale modes are not bit-reproducible
+//    across runs, unlike sync mode. (SGD on small integer-valued data with
+//    lr/N a power of two is exact whatever the order: the tests use that.)
+//  - Failure. A push that breaks off (a bad chunk, a short Commit, a session
+//    dropped before it covered the slice) fails the tensor: every pull
+//    (waiting or future) and push gets ABORTED naming the worker and its
+//    step, so no worker waits for a dead one's clock; forget and declare the
+//    tensor again to go on. A worker that simply stops pushing holds the
+//    others' pulls until their deadline, whose error names the workers behind.
+//  - Memory: the values, a spare buffer (more while pulls still send older
+//    versions), the optimizer's state, and each worker's push under way;
+//    within the same limits below.
+//
 // A shard holds at most a stated number of bytes per tensor slice and in all
 // (Options; testbed-server --max-tensor-bytes, --max-total-tensor-bytes), by
 // default half the machine's memory, and a stated number of tensors
@@ -59,6 +110,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -145,6 +197,10 @@ class ParameterStore {
     // the next at once, even before the others' Commit calls.
     absl::Status Commit();
 
+    // How the tensor's pushes travel, as declared (the service decodes them
+    // to the dtype's elements before AddChunk).
+    proto::TensorSpec::PushEncoding push_encoding() const;
+
    private:
     friend class ParameterStore;
     PushSession(ParameterStore& store, std::shared_ptr<Tensor> tensor, std::uint32_t worker,
@@ -169,14 +225,17 @@ class ParameterStore {
   // Waits (until `deadline`, or until `gone` says the puller went away: it is
   // asked every kGoneCheck) for step `step` to be served, then hands the
   // slice's values to `emit` in order, in chunks of the store's chunk size,
-  // each as soon as every worker has pushed it.
+  // each as soon as every worker has pushed it. In the stale modes it waits
+  // for the consistency rule instead (the file comment), `puller` being the
+  // worker that pulls, where known (sync mode does not use it).
   // `data` stays valid and unchanged while a copy of `owner` is held, so a
   // transport may send it without copying; `emit` returns false to stop.
   using EmitChunk = std::function<bool(std::int64_t offset, std::span<const std::byte> data,
                                        const std::shared_ptr<const void>& owner)>;
   absl::Status Pull(const std::string& tensor, std::uint64_t step,
                     std::chrono::steady_clock::time_point deadline, const EmitChunk& emit,
-                    const std::function<bool()>& gone = {});
+                    const std::function<bool()>& gone = {},
+                    std::optional<std::uint32_t> puller = std::nullopt);
   // A cancelled pull's wait ends within this: its thread (and its place among
   // the server's calls in progress) comes back without waiting for the deadline.
   static constexpr std::chrono::milliseconds kGoneCheck{100};
@@ -197,6 +256,14 @@ class ParameterStore {
   std::shared_ptr<Tensor> Find(const std::string& name);
   void WorkOut(Tensor& t, std::size_t chunk, std::unique_lock<std::mutex>& lock);
   void ServeOpenStep(Tensor& t, std::unique_lock<std::mutex>& lock);
+  // Stale modes: applies worker `w`'s complete push of `step` (staged in
+  // t.open[w]) on its own; `lock` holds t.mu, released while it computes.
+  void ApplyPush(Tensor& t, std::uint32_t w, std::uint64_t step,
+                 std::unique_lock<std::mutex>& lock);
+  absl::Status PullStale(Tensor& t, std::unique_lock<std::mutex>& lock, std::uint64_t step,
+                         std::optional<std::uint32_t> puller,
+                         std::chrono::steady_clock::time_point deadline, const EmitChunk& emit,
+                         const std::function<bool()>& gone);
   // Waits on t's changes until `done`, or fails: shutdown, the puller gone, or
   // `deadline` passed (DEADLINE_EXCEEDED with `waiting_for`'s words).
   absl::Status Await(Tensor& t, std::unique_lock<std::mutex>& lock,

@@ -73,7 +73,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_algbw_gbps(algbw);
   row.set_busbw_gbps(algbw * collective->busbw_factor(n));
 
-  std::uint64_t payload = 0, busiest = 0;
+  std::uint64_t payload = 0, busiest = 0, staged = 0;
   std::int64_t wrong = 0;
   std::vector<std::uint64_t> per_shard(ps ? spec.servers() : 0, 0);
   for (const proto::RankResult& result : by_rank) {
@@ -81,6 +81,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
     // server bytes go worker -> server and back: both directions are traffic.
     payload += result.payload_bytes_sent() + (ps ? result.payload_bytes_received() : 0);
     busiest = std::max({busiest, result.payload_bytes_sent(), result.payload_bytes_received()});
+    staged += result.staged_bytes();
     wrong = (wrong < 0 || result.wrong() < 0) ? -1 : wrong + result.wrong();
     if (ps && static_cast<std::size_t>(result.shard_payload_bytes_size()) != per_shard.size()) {
       return absl::InvalidArgumentError(absl::StrCat("rank ", result.rank(), " reported ",
@@ -91,6 +92,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   }
   row.set_payload_bytes_total(payload);
   row.set_wrong(wrong);
+  row.set_staged_bytes_total(staged);
   // Wire bytes only when every rank had its own interface to count.
   if (std::all_of(by_rank.begin(), by_rank.end(),
                   [](const auto& r) { return r.has_wire_bytes_sent(); })) {

@@ -75,6 +75,72 @@ bool JoinCoordinator(const std::string& coordinator, const std::string& advertis
   }
 }
 
+// testbed-server's flags, as given on its command line.
+struct ServerFlags {
+  std::string listen = "0.0.0.0:50051";
+  std::string advertise;
+  std::string join;
+  std::string port_file;
+  int heartbeat_timeout_s = 10;
+  int join_timeout_s = 120;
+  std::int64_t max_calls = testbed::CallLimiter::kDefaultMaxCalls;
+  testbed::ParameterStore::Options store_options;
+  testbed::TlsFlags tls_flags;
+};
+
+void AddServerFlags(CLI::App& app, ServerFlags& f) {
+  // Sizes as people write them: 4096, 64KiB, 12GiB, 1GB (common/byte_size.h).
+  const auto byte_size = [](const std::string& flag, std::int64_t& into) {
+    return [flag, &into](const std::string& text) {
+      absl::StatusOr<std::int64_t> bytes = testbed::ParseByteSize(text);
+      if (!bytes.ok()) throw CLI::ValidationError(flag, std::string(bytes.status().message()));
+      if (*bytes < 1) throw CLI::ValidationError(flag, "a limit needs at least one byte");
+      into = *bytes;
+    };
+  };
+  app.add_option("-l,--listen", f.listen, "Address to listen on; port 0 picks a free port")
+      ->capture_default_str();
+  app.add_option("--advertise", f.advertise,
+                 "HOST:PORT where workers reach this server's parameter-server shard "
+                 "(default: the listen host, or this host's name, and the port)");
+  app.add_option("--join", f.join,
+                 "Be a parameter-server shard only, for the coordinator at HOST:PORT");
+  app.add_option("--join-timeout", f.join_timeout_s, "Seconds to keep trying to reach it")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--port-file", f.port_file, "Write the port listened on to this file, once ready");
+  app.add_option("--heartbeat-timeout", f.heartbeat_timeout_s,
+                 "Seconds of silence after which a worker counts as lost")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  const std::string memory_default =
+      testbed::HumanByteSize(static_cast<double>(testbed::DefaultMaxTensorBytes()));
+  app.add_option_function<std::string>(
+      "--max-tensor-bytes", byte_size("--max-tensor-bytes", f.store_options.max_tensor_bytes),
+      "The largest slice of one tensor this parameter-server shard holds, as SIZE (e.g. "
+      "12GiB); larger declarations are refused (default: half this machine's memory, " +
+          memory_default + ")")
+      ->type_name("SIZE");
+  app.add_option_function<std::string>(
+      "--max-total-tensor-bytes",
+      byte_size("--max-total-tensor-bytes", f.store_options.max_total_bytes),
+      "The most bytes of all tensors this shard holds at once, as SIZE (default: half this "
+      "machine's memory, " +
+          memory_default + ", or --max-tensor-bytes if more)")
+      ->type_name("SIZE");
+  app.add_option("--max-tensors", f.store_options.max_tensors,
+                 "The most tensors this parameter-server shard holds at once; more "
+                 "declarations are refused until some are forgotten")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-calls", f.max_calls,
+                 "The most calls (workers' control streams, pushes, pulls, submissions) this "
+                 "server serves at once; more are refused (RESOURCE_EXHAUSTED) until some end")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->capture_default_str();
+  testbed::AddTlsFlags(app, f.tls_flags);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,66 +151,11 @@ int main(int argc, char** argv) {
       "shard for the coordinator there. The job id and token come from TESTBED_JOB_ID and "
       "TESTBED_TOKEN.",
       "testbed-server");
-  std::string listen = "0.0.0.0:50051";
-  std::string advertise;
-  std::string join;
-  std::string port_file;
-  int heartbeat_timeout_s = 10;
-  int join_timeout_s = 120;
-  std::int64_t max_calls = testbed::CallLimiter::kDefaultMaxCalls;
-  testbed::ParameterStore::Options store_options;
-  testbed::TlsFlags tls_flags;
-  // Sizes as people write them: 4096, 64KiB, 12GiB, 1GB (common/byte_size.h).
-  const auto byte_size = [](const std::string& flag, std::int64_t& into) {
-    return [flag, &into](const std::string& text) {
-      absl::StatusOr<std::int64_t> bytes = testbed::ParseByteSize(text);
-      if (!bytes.ok()) throw CLI::ValidationError(flag, std::string(bytes.status().message()));
-      if (*bytes < 1) throw CLI::ValidationError(flag, "a limit needs at least one byte");
-      into = *bytes;
-    };
-  };
-  app.add_option("-l,--listen", listen, "Address to listen on; port 0 picks a free port")
-      ->capture_default_str();
-  app.add_option("--advertise", advertise,
-                 "HOST:PORT where workers reach this server's parameter-server shard "
-                 "(default: the listen host, or this host's name, and the port)");
-  app.add_option("--join", join,
-                 "Be a parameter-server shard only, for the coordinator at HOST:PORT");
-  app.add_option("--join-timeout", join_timeout_s, "Seconds to keep trying to reach it")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
-  app.add_option("--port-file", port_file, "Write the port listened on to this file, once ready");
-  app.add_option("--heartbeat-timeout", heartbeat_timeout_s,
-                 "Seconds of silence after which a worker counts as lost")
-      ->check(CLI::Range(1, 3600))
-      ->capture_default_str();
-  const std::string memory_default =
-      testbed::HumanByteSize(static_cast<double>(testbed::DefaultMaxTensorBytes()));
-  app.add_option_function<std::string>(
-      "--max-tensor-bytes", byte_size("--max-tensor-bytes", store_options.max_tensor_bytes),
-      "The largest slice of one tensor this parameter-server shard holds, as SIZE (e.g. "
-      "12GiB); larger declarations are refused (default: half this machine's memory, " +
-          memory_default + ")")
-      ->type_name("SIZE");
-  app.add_option_function<std::string>(
-      "--max-total-tensor-bytes",
-      byte_size("--max-total-tensor-bytes", store_options.max_total_bytes),
-      "The most bytes of all tensors this shard holds at once, as SIZE (default: half this "
-      "machine's memory, " +
-          memory_default + ", or --max-tensor-bytes if more)")
-      ->type_name("SIZE");
-  app.add_option("--max-tensors", store_options.max_tensors,
-                 "The most tensors this parameter-server shard holds at once; more "
-                 "declarations are refused until some are forgotten")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
-      ->capture_default_str();
-  app.add_option("--max-calls", max_calls,
-                 "The most calls (workers' control streams, pushes, pulls, submissions) this "
-                 "server serves at once; more are refused (RESOURCE_EXHAUSTED) until some end")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
-      ->capture_default_str();
-  testbed::AddTlsFlags(app, tls_flags);
+  ServerFlags flags;
+  AddServerFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
+  auto& [listen, advertise, join, port_file, heartbeat_timeout_s, join_timeout_s, max_calls,
+         store_options, tls_flags] = flags;
   if (app.count("--max-total-tensor-bytes") == 0) {  // raising one tensor's limit raises both
     store_options.max_total_bytes =
         std::max(store_options.max_total_bytes, store_options.max_tensor_bytes);

@@ -6,7 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "proto/parameter_server.pb.h"
 
@@ -98,6 +103,103 @@ TEST(ChunkWire, TruncatedMessageIsRefused) {
   ChunkPayload payload;
   const absl::Status st = DecodeChunk(Sliced(wire, 16), kValueChunkPayloadField, &header, &payload);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+}
+
+// The FP16 push encoding's conversions are IEEE 754 binary16, rounding to
+// nearest even (they are Eigen::half's, as --compress fp16 uses elsewhere):
+// checked against values worked out from the format, not against Eigen.
+TEST(ChunkWireHalves, RoundToNearestEvenAndWidenExactly) {
+  const float ulp_at_one = std::ldexp(1.0f, -10);  // a half has 10 fraction bits
+  const std::vector<std::pair<float, std::uint16_t>> cases = {
+      {0.0f, 0x0000},
+      {-0.0f, 0x8000},
+      {1.0f, 0x3c00},
+      {-2.0f, 0xc000},
+      {65504.0f, 0x7bff},                          // the largest half
+      {65519.99f, 0x7bff},                         // below the midpoint to infinity
+      {65520.0f, 0x7c00},                          // the midpoint: ties to even, infinity
+      {std::numeric_limits<float>::infinity(), 0x7c00},
+      {1.0f + ulp_at_one / 2, 0x3c00},             // a tie: to the even neighbour, 1
+      {1.0f + 3 * ulp_at_one / 2, 0x3c02},         // a tie: to the even neighbour, 1 + 2 ulp
+      {std::nextafter(1.0f + ulp_at_one / 2, 2.0f), 0x3c01},  // just past the tie: up
+      {std::ldexp(1.0f, -14), 0x0400},             // the smallest normal half
+      {std::ldexp(1.0f, -24), 0x0001},             // the smallest subnormal half
+      {std::ldexp(1.0f, -25), 0x0000},             // its half: a tie, to even (zero)
+      {std::ldexp(1.5f, -25), 0x0001},             // past the tie: up
+      {std::numeric_limits<float>::denorm_min(), 0x0000},
+  };
+  for (const auto& [value, bits] : cases) {
+    EXPECT_EQ(FloatToHalf(value), bits) << value;
+  }
+  EXPECT_EQ(FloatToHalf(std::numeric_limits<float>::quiet_NaN()) & 0x7c00, 0x7c00);
+  EXPECT_NE(FloatToHalf(std::numeric_limits<float>::quiet_NaN()) & 0x03ff, 0);
+  // Every finite half widens to a float that rounds back to it, and the
+  // widening keeps order: each is exactly representable in a float.
+  float previous = -std::numeric_limits<float>::infinity();
+  for (std::uint32_t h = 0xfbff;; --h) {  // from -65504 up to -0 ...
+    const float wide = HalfToFloat(static_cast<std::uint16_t>(h));
+    EXPECT_EQ(FloatToHalf(wide), h);
+    EXPECT_GE(wide, previous);
+    previous = wide;
+    if (h == 0x8000) break;
+  }
+  for (std::uint32_t h = 0x0000; h <= 0x7bff; ++h) {  // ... and from +0 to 65504
+    const float wide = HalfToFloat(static_cast<std::uint16_t>(h));
+    EXPECT_EQ(FloatToHalf(wide), h);
+    EXPECT_GE(wide, previous);
+    previous = wide;
+  }
+  EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);  // 1365/4096
+  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));
+}
+
+// Halves split across slices anywhere (a transport delivers them so) widen
+// to the values encoded.
+TEST(ChunkWireHalves, WidenAcrossAnySliceBoundary) {
+  const std::vector<float> values = {1.0f, -2.5f, 1.0f / 3, 65504.0f, 0.0f, -0.0f, 7.0f};
+  std::string bytes(2 * values.size(), '\0');
+  EncodeHalves(values, reinterpret_cast<std::byte*>(bytes.data()));
+  for (std::size_t cut1 = 0; cut1 <= bytes.size(); ++cut1) {
+    for (std::size_t cut2 = cut1; cut2 <= bytes.size(); ++cut2) {
+      const std::vector<grpc::Slice> slices = {grpc::Slice(bytes.substr(0, cut1)),
+                                               grpc::Slice(bytes.substr(cut1, cut2 - cut1)),
+                                               grpc::Slice(bytes.substr(cut2))};
+      std::vector<float> out(values.size(), -1.0f);
+      WidenHalves(slices, out.data());
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        ASSERT_EQ(out[i], HalfToFloat(FloatToHalf(values[i])))
+            << "element " << i << ", cuts " << cut1 << " " << cut2;
+      }
+    }
+  }
+}
+
+// SPARSE pairs: the non-zeros (not -0.0's sign lost, not +0.0 sent) come
+// back in place whatever the slice boundaries; bad pairs are refused.
+TEST(ChunkWireSparse, PairsScatterBackAcrossAnySliceBoundaryAndBadOnesAreRefused) {
+  const std::vector<float> values = {0.0f, 3.5f, 0.0f, 0.0f, -0.0f, -1.25f, 0.0f, 9.0f};
+  std::vector<std::byte> wire;
+  EncodeNonZeros(values, &wire);
+  ASSERT_EQ(wire.size(), 4 * kSparsePairBytes) << "3.5, -0.0, -1.25 and 9";
+  const std::string bytes(reinterpret_cast<const char*>(wire.data()), wire.size());
+  for (std::size_t cut = 0; cut <= bytes.size(); ++cut) {
+    const std::vector<grpc::Slice> slices = {grpc::Slice(bytes.substr(0, cut)),
+                                             grpc::Slice(bytes.substr(cut))};
+    std::vector<float> out(values.size(), 0.0f);
+    ASSERT_TRUE(ScatterPairs(slices, bytes.size(), out).ok());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(values[i]))
+          << "element " << i << ", cut " << cut;
+    }
+  }
+  std::vector<float> out(values.size(), 0.0f);
+  const std::vector<grpc::Slice> whole = {grpc::Slice(bytes)};
+  EXPECT_FALSE(ScatterPairs(whole, bytes.size(), std::span(out).first(7)).ok())
+      << "index 7 outside 7 elements";
+  const std::vector<grpc::Slice> torn = {grpc::Slice(bytes.substr(0, 12))};
+  EXPECT_FALSE(ScatterPairs(torn, 12, out).ok()) << "a pair and a half";
+  const std::vector<grpc::Slice> backwards = {grpc::Slice(bytes.substr(8, 8) + bytes.substr(0, 8))};
+  EXPECT_FALSE(ScatterPairs(backwards, 16, out).ok()) << "indices not ascending";
 }
 
 }  // namespace

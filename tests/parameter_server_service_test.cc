@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "proto/chunk_wire.h"
 #include "proto/parameter_server.grpc.pb.h"
 #include "common/byte_size.h"
 #include "server/parameter_server_service.h"
@@ -303,6 +304,126 @@ TEST_F(ParameterServerServiceTest, APushThatBreaksOffFailsTheOthersPushPullNamin
   EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED);
   EXPECT_NE(status.error_message().find("worker 1's push broke off"), std::string::npos)
       << status.error_message();
+}
+
+// TensorSpec.push_encoding FP16: a push's data is halves (2 bytes an
+// element, through the generated stub here, as any client would send them);
+// the shard sums their float32 values, serves float32, and counts the bytes
+// that travelled. Small integers are exact in half; a third is rounded.
+TEST_F(ParameterServerServiceTest, Fp16PushesAreHalvesAndTheShardSumsTheirValues) {
+  const auto declare = [&](const std::string& name, const std::string& dtype,
+                           proto::TensorSpec::PushEncoding encoding) {
+    proto::DeclareRequest request;
+    request.mutable_tensor()->set_name(name);
+    request.mutable_tensor()->set_count(3);
+    request.mutable_tensor()->set_dtype(dtype);
+    request.mutable_tensor()->set_workers(2);
+    request.mutable_tensor()->set_push_encoding(encoding);
+    request.set_shards(1);
+    request.set_shard(0);
+    proto::DeclareReply reply;
+    return stub_->Declare(Context(&kRight).get(), request, &reply);
+  };
+  const auto push = [&](int worker, const std::string& data) {
+    auto context = Context(&kRight);
+    proto::PushReply reply;
+    auto writer = stub_->Push(context.get(), &reply);
+    proto::PushChunk chunk;
+    chunk.set_tensor("h");
+    chunk.set_worker(worker);
+    chunk.set_step(1);
+    chunk.set_data(data);
+    writer->Write(chunk);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  const auto halves = [](const std::vector<float>& values) {
+    std::string bytes(2 * values.size(), '\0');
+    EncodeHalves(values, reinterpret_cast<std::byte*>(bytes.data()));
+    return bytes;
+  };
+  for (const std::string dtype : {"int32", "float64"}) {
+    for (const auto encoding : {proto::TensorSpec::FP16, proto::TensorSpec::SPARSE}) {
+      const grpc::Status refused = declare("h", dtype, encoding);
+      EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      EXPECT_NE(refused.error_message().find("tensor 'h'"), std::string::npos)
+          << refused.error_message();
+      EXPECT_NE(refused.error_message().find(dtype), std::string::npos)
+          << refused.error_message();
+      EXPECT_NE(refused.error_message().find(proto::TensorSpec::PushEncoding_Name(encoding)),
+                std::string::npos)
+          << refused.error_message();
+    }
+  }
+  ASSERT_TRUE(declare("h", "float32", proto::TensorSpec::FP16).ok());
+  EXPECT_EQ(declare("h", "float32", proto::TensorSpec::DENSE).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS)
+      << "the encoding is part of the declaration";
+  EXPECT_EQ(push(0, std::string(5, '\0')).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << "an odd byte count is not whole halves";
+  ASSERT_TRUE(push(0, halves({1, 2, 3})).ok());
+  ASSERT_TRUE(push(1, halves({10, 20, 1.0f / 3})).ok());
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(&kRight, "h", 1, &values).ok());
+  const float third = HalfToFloat(FloatToHalf(1.0f / 3));
+  EXPECT_NE(third, 1.0f / 3);
+  EXPECT_EQ(values, (std::vector<float>{11, 22, 3 + third}));
+  proto::StatsReply stats;
+  ASSERT_TRUE(Stats(&kRight, &stats).ok());
+  EXPECT_EQ(stats.bytes_received(), 2 * 3 * 2u) << "the halves that travelled";
+  EXPECT_EQ(stats.bytes_sent(), 3 * sizeof(float));
+  // Forgotten, the name takes a dense declaration and float32 pushes again.
+  ASSERT_TRUE(Forget(&kRight, "h").ok());
+  ASSERT_TRUE(declare("h", "float32", proto::TensorSpec::DENSE).ok());
+  ASSERT_TRUE(push(0, FloatBytes({1, 2, 3})).ok());
+  ASSERT_TRUE(push(1, FloatBytes({1, 1, 1})).ok());
+  ASSERT_TRUE(Pull(&kRight, "h", 1, &values).ok());
+  EXPECT_EQ(values, (std::vector<float>{2, 3, 4}));
+}
+
+// TensorSpec.push_encoding SPARSE: a push's data is (index, value) pairs of
+// the chunk's non-zeros, PushChunk.count the elements it covers; the shard
+// scatters them into zeros and counts the pairs' bytes. A chunk claiming
+// more elements than the limit, or pairs outside it, fails the push.
+TEST_F(ParameterServerServiceTest, SparsePushesArePairsScatteredIntoZeros) {
+  proto::DeclareRequest request;
+  request.mutable_tensor()->set_name("s");
+  request.mutable_tensor()->set_count(6);
+  request.mutable_tensor()->set_dtype("float32");
+  request.mutable_tensor()->set_workers(2);
+  request.mutable_tensor()->set_push_encoding(proto::TensorSpec::SPARSE);
+  request.set_shards(1);
+  request.set_shard(0);
+  proto::DeclareReply declared;
+  ASSERT_TRUE(stub_->Declare(Context(&kRight).get(), request, &declared).ok());
+  const auto push = [&](int worker, std::int64_t count, const std::vector<float>& dense) {
+    std::vector<std::byte> pairs;
+    EncodeNonZeros(dense, &pairs);
+    auto context = Context(&kRight);
+    proto::PushReply reply;
+    auto writer = stub_->Push(context.get(), &reply);
+    proto::PushChunk chunk;
+    chunk.set_tensor("s");
+    chunk.set_worker(worker);
+    chunk.set_step(1);
+    chunk.set_count(count);
+    chunk.set_data(std::string(reinterpret_cast<const char*>(pairs.data()), pairs.size()));
+    writer->Write(chunk);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  EXPECT_EQ(push(0, kMaxSparseChunkElements + 1, {1}).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(push(0, 2, {0, 0, 5}).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << "a pair outside the chunk's elements";
+  ASSERT_TRUE(push(0, 6, {0, 2, 0, 0, 0, -1}).ok());
+  ASSERT_TRUE(push(1, 6, {7, 0, 0, 0, 0, 0}).ok());
+  std::vector<float> values;
+  ASSERT_TRUE(Pull(&kRight, "s", 1, &values).ok());
+  EXPECT_EQ(values, (std::vector<float>{7, 2, 0, 0, 0, -1}));
+  proto::StatsReply stats;
+  ASSERT_TRUE(Stats(&kRight, &stats).ok());
+  EXPECT_EQ(stats.bytes_received(), 3 * kSparsePairBytes) << "the pairs that travelled";
 }
 
 TEST_F(ParameterServerServiceTest, AnIncompleteStepTimesOutAndAnUnknownTensorIsNotFound) {

@@ -533,6 +533,23 @@ TEST(ParameterStoreTest, DeclarationsMustAgree) {
   EXPECT_FALSE(store.Declare(int_adam, 1, 0).ok());
 }
 
+// float16 is an element type of the collectives, not of the store: refused at
+// Declare, naming the types it holds and the way halves do reach it.
+TEST(ParameterStoreTest, Float16TensorsAreRefusedNamingTheAcceptedTypes) {
+  ParameterStore store;
+  for (proto::Optimizer::Kind kind : {proto::Optimizer::NONE, proto::Optimizer::SGD}) {
+    proto::TensorSpec halves = Spec("h", 8, 2, kind);
+    halves.set_dtype("float16");
+    const absl::Status refused = store.Declare(halves, 1, 0).status();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+    for (const char* part : {"'h'", "float32, float64 or int32", "not float16", "FP16"}) {
+      EXPECT_NE(refused.message().find(part), std::string::npos) << part << ": " << refused;
+    }
+  }
+  proto::TensorSpec wide = Spec("h", 8, 2);
+  EXPECT_TRUE(store.Declare(wide, 1, 0).ok()) << "the name was not taken by the refusal";
+}
+
 // A declaration the shard cannot hold is refused by name before anything is
 // allocated; the store keeps serving.
 TEST(ParameterStoreTest, SlicesOverTheLimitAreRefusedNamingIt) {

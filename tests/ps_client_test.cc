@@ -8,7 +8,9 @@
 // serves a chunk before the pushes end (each fails on the code before it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -19,9 +21,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include "allreduce/cost_model.h"
+#include "allreduce/memory.h"
+#include "proto/chunk_wire.h"
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
 #include "server/in_process_shard.h"
+#include "tests/integration/process_runner.h"
 #include "worker/ps_client.h"
 
 namespace testbed {
@@ -159,8 +164,236 @@ TEST_P(PsClientTest, FourWorkersOverManyChunksAndStepsGetTheExactSum) {
   EXPECT_EQ(pulled, kSteps * kCount * sizeof(float));
 }
 
+// A tensor in fake-device memory (pages no host code may touch outside the
+// memory's own operations, as a GPU's): gRPC is host-only, so the client
+// stages it chunk by chunk - a stray host read or write of the tensor would
+// crash - through a few bounce buffers it reuses from step to step. Every
+// step moves the payload exactly (the sum, the bytes pushed and pulled), and
+// stages each byte once each way.
+TEST_P(PsClientTest, FakeDeviceTensorIsStagedChunkByChunkThroughAFewReusedBuffers) {
+  constexpr std::int64_t kCount = 5 * (PsClient::kChunkBytes / sizeof(float)) + 12345;
+  constexpr std::size_t kBytes = kCount * sizeof(float);
+  constexpr std::uint32_t kWorkers = 2;
+  constexpr std::uint64_t kSteps = 8;
+  const MemoryOps& device = MemoryOpsFor(MemoryType::kFakeDevice);
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    clients.push_back(Client());
+    ASSERT_TRUE(clients.back()->Declare(Tensor(kCount, kWorkers, proto::Optimizer::NONE)).ok());
+  }
+  const auto gradient = [](std::uint32_t w, std::uint64_t step, std::int64_t i) {
+    return static_cast<float>(step * 100 + w * 10 + i % 9);
+  };
+  std::vector<std::int64_t> wrong(kWorkers, 0);
+  std::vector<absl::Status> status(kWorkers);
+  std::vector<std::uint64_t> staged(kWorkers, 0), moved(kWorkers, 0);
+  std::vector<std::thread> threads;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      const Allocation tensor = device.Allocate(kBytes);
+      std::vector<float> host(kCount);
+      for (std::uint64_t step = 1; step <= kSteps && status[w].ok(); ++step) {
+        for (std::int64_t i = 0; i < kCount; ++i) host[i] = gradient(w, step, i);
+        device.Upload(tensor.buffer(), std::as_bytes(std::span(host)));
+        clients[w]->ResetTraffic();
+        status[w] = clients[w]->PushPull("t", w, step, tensor.buffer());
+        staged[w] += clients[w]->staged_bytes();
+        for (const ShardTraffic& t : clients[w]->traffic()) {
+          moved[w] += t.bytes_pushed + t.bytes_pulled;
+        }
+        std::ranges::fill(host, -1.0f);
+        device.Download(Bytes(host), tensor.buffer());
+        for (std::int64_t i = 0; i < kCount; ++i) {
+          wrong[w] += host[i] != static_cast<float>(step * 200 + 10 + 2 * (i % 9));
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    SCOPED_TRACE(w);
+    EXPECT_TRUE(status[w].ok()) << status[w];
+    EXPECT_EQ(wrong[w], 0);
+    EXPECT_EQ(moved[w], 2 * kSteps * kBytes);   // the closed form: M out, M in, per step
+    EXPECT_EQ(staged[w], 2 * kSteps * kBytes);  // each byte down once and up once
+    const StagingPool::Stats stats = clients[w]->staging_stats();
+    const auto shards = static_cast<std::uint64_t>(GetParam());
+    // Per shard and size class (whole chunks, a slice's short last chunk)
+    // at most kStagedChunksPerShard pushed chunks in gRPC's hands and one
+    // pulled chunk being copied up; never one per chunk of the tensor (6 per
+    // step, each way: 96 here).
+    EXPECT_LE(stats.allocations, 2 * (PsClient::kStagedChunksPerShard + 1) * shards);
+    EXPECT_GE(stats.leases, 2 * kSteps * 6);
+    // Every buffer holds a chunk at most, never the whole tensor or a slice.
+    EXPECT_LE(stats.allocated_bytes, stats.allocations * PsClient::kChunkBytes);
+    std::printf("S=%d worker %u: %llu buffers (%llu bytes) for %llu staged chunks\n", GetParam(),
+                w, static_cast<unsigned long long>(stats.allocations),
+                static_cast<unsigned long long>(stats.allocated_bytes),
+                static_cast<unsigned long long>(stats.leases));
+  }
+}
+
+// The FP16 push encoding: each worker's push travels as halves, exactly half
+// the float32 bytes per shard, while the pulls stay float32; the shards sum
+// the half-rounded gradients. Over several chunks per shard (a chunk is the
+// same elements as a dense one), host memory and fake-device memory alike.
+TEST_P(PsClientTest, Fp16PushMovesHalfTheBytesAndTheShardsSumTheHalfRoundedValues) {
+  constexpr std::int64_t kCount = 2 * (PsClient::kChunkBytes / sizeof(float)) + 4321;
+  constexpr std::uint32_t kWorkers = 2;
+  const auto gradient = [](std::uint32_t w, std::int64_t i) {
+    // Small integers (exact in half) for worker 0; worker 1's thirds round.
+    return w == 0 ? static_cast<float>(i % 2001 - 1000) : static_cast<float>(i % 97) / 3.0f;
+  };
+  const auto rounded = [](float v) { return HalfToFloat(FloatToHalf(v)); };
+  for (const MemoryType memory : {MemoryType::kHost, MemoryType::kFakeDevice}) {
+    SCOPED_TRACE(memory == MemoryType::kHost ? "host" : "fake-device");
+    const MemoryOps& ops = MemoryOpsFor(memory);
+    proto::TensorSpec spec = Tensor(kCount, kWorkers, proto::Optimizer::NONE);
+    spec.set_name(memory == MemoryType::kHost ? "host" : "device");
+    spec.set_push_encoding(proto::TensorSpec::FP16);
+    std::vector<std::unique_ptr<PsClient>> clients;
+    for (std::uint32_t w = 0; w < kWorkers; ++w) {
+      clients.push_back(Client());
+      ASSERT_TRUE(clients.back()->Declare(spec).ok());
+    }
+    std::vector<std::vector<float>> result(kWorkers, std::vector<float>(kCount));
+    std::vector<absl::Status> status(kWorkers);
+    std::vector<std::thread> threads;
+    for (std::uint32_t w = 0; w < kWorkers; ++w) {
+      threads.emplace_back([&, w] {
+        std::vector<float>& host = result[w];
+        for (std::int64_t i = 0; i < kCount; ++i) host[i] = gradient(w, i);
+        const Allocation tensor = ops.Allocate(kCount * sizeof(float));
+        ops.Upload(tensor.buffer(), std::as_bytes(std::span(host)));
+        status[w] = clients[w]->PushPull(spec.name(), w, 1, tensor.buffer());
+        ops.Download(Bytes(host), tensor.buffer());
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (std::uint32_t w = 0; w < kWorkers; ++w) {
+      ASSERT_TRUE(status[w].ok()) << status[w];
+      std::int64_t wrong = 0;
+      for (std::int64_t i = 0; i < kCount; ++i) {
+        wrong += result[w][i] != rounded(gradient(0, i)) + rounded(gradient(1, i));
+      }
+      EXPECT_EQ(wrong, 0) << "worker " << w;
+      EXPECT_NE(result[w][1], gradient(0, 1) + gradient(1, 1)) << "1/3 rounds through a half";
+      std::uint64_t pushed = 0, pulled = 0;
+      for (const ShardTraffic& t : clients[w]->traffic()) {
+        pushed += t.bytes_pushed;
+        pulled += t.bytes_pulled;
+        EXPECT_EQ(2 * t.bytes_pushed, t.bytes_pulled) << "each shard: halves out, floats in";
+      }
+      EXPECT_EQ(pushed, kCount * 2u);
+      EXPECT_EQ(pulled, kCount * sizeof(float));
+    }
+  }
+}
+
+// The SPARSE push encoding: each worker pushes only its non-zero elements,
+// 8 bytes each, chunk by chunk over several chunks per shard; the shards sum
+// them as the dense gradients they stand for; pulls stay float32.
+TEST_P(PsClientTest, SparsePushMovesEightBytesPerNonZeroAndTheShardsSumTheDenseGradients) {
+  constexpr std::int64_t kCount = 2 * (PsClient::kChunkBytes / sizeof(float)) + 4321;
+  constexpr std::uint32_t kWorkers = 2;
+  const auto gradient = [](std::uint32_t w, std::int64_t i) {
+    return i % (w == 0 ? 10 : 7) == 0 ? static_cast<float>(i % 1000 + w) : 0.0f;
+  };
+  std::int64_t non_zeros[kWorkers] = {0, 0};
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    for (std::int64_t i = 0; i < kCount; ++i) non_zeros[w] += gradient(w, i) != 0.0f;
+  }
+  proto::TensorSpec spec = Tensor(kCount, kWorkers, proto::Optimizer::NONE);
+  spec.set_push_encoding(proto::TensorSpec::SPARSE);
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    clients.push_back(Client());
+    ASSERT_TRUE(clients.back()->Declare(spec).ok());
+  }
+  std::vector<std::vector<float>> result(kWorkers, std::vector<float>(kCount));
+  std::vector<absl::Status> status(kWorkers);
+  std::vector<std::thread> threads;
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      for (std::int64_t i = 0; i < kCount; ++i) result[w][i] = gradient(w, i);
+      status[w] = clients[w]->PushPull("t", w, 1, Bytes(result[w]));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(status[w].ok()) << status[w];
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < kCount; ++i) {
+      wrong += result[w][i] != gradient(0, i) + gradient(1, i);
+    }
+    EXPECT_EQ(wrong, 0) << "worker " << w;
+    std::uint64_t pushed = 0, pulled = 0;
+    for (const ShardTraffic& t : clients[w]->traffic()) {
+      pushed += t.bytes_pushed;
+      pulled += t.bytes_pulled;
+    }
+    EXPECT_EQ(pushed, static_cast<std::uint64_t>(non_zeros[w]) * 8);
+    EXPECT_EQ(pulled, kCount * sizeof(float));
+  }
+}
+
+// The shards refuse the FP16 push encoding for tensors that are not float32,
+// naming the tensor and its dtype.
+TEST_P(PsClientTest, Fp16PushEncodingOfAnInt32TensorIsRefusedByName) {
+  proto::TensorSpec spec = Tensor(10, 1, proto::Optimizer::NONE);
+  spec.set_name("counts");
+  spec.set_dtype("int32");
+  spec.set_push_encoding(proto::TensorSpec::FP16);
+  const absl::Status refused = Client()->Declare(spec);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("'counts'"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("int32"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("FP16"), std::string::npos) << refused;
+  spec.set_push_encoding(proto::TensorSpec::DENSE);
+  EXPECT_TRUE(Client()->Declare(spec).ok()) << "dense int32 is fine";
+}
+
 INSTANTIATE_TEST_SUITE_P(Shards, PsClientTest, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return "S" + std::to_string(info.param); });
+
+proto::TensorSpec TenFloatsOfOneWorker() {
+  proto::TensorSpec tensor;
+  tensor.set_name("t");
+  tensor.set_count(10);
+  tensor.set_dtype("float32");
+  tensor.set_workers(1);
+  return tensor;
+}
+
+// A worker may dial a shard that is not listening yet (a compose service
+// still starting, a connect refused once under load): the first call waits
+// through the refused attempts instead of failing on the first one.
+TEST(PsClientConnectTest, DeclareWaitsForAShardThatIsStillStarting) {
+  const int port = testing::FreePort();
+  PsClient client({"127.0.0.1:" + std::to_string(port)}, kCredentials, std::chrono::seconds(20));
+  std::unique_ptr<InProcessShard> shard;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    absl::StatusOr<std::unique_ptr<InProcessShard>> started =
+        InProcessShard::Start(kCredentials, std::chrono::seconds(10), port);
+    ASSERT_TRUE(started.ok()) << started.status();
+    shard = *std::move(started);
+  });
+  const absl::Status declared = client.Declare(TenFloatsOfOneWorker());
+  late.join();
+  EXPECT_TRUE(declared.ok()) << declared;
+}
+
+TEST(PsClientConnectTest, AShardThatNeverListensIsNamedWithTheLastConnectError) {
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  PsClient client({address}, kCredentials, std::chrono::milliseconds(1200));
+  const absl::Status declared = client.Declare(TenFloatsOfOneWorker());
+  EXPECT_EQ(declared.code(), absl::StatusCode::kUnavailable) << declared;
+  EXPECT_NE(declared.message().find("parameter server shard 0 at " + address +
+                                    ": no connection within 1200 ms: "),
+            std::string::npos)
+      << declared;
+}
 
 // End to end over a real channel: a PsClient worker and a worker that pushes
 // its second chunk only after it got the values of its first. A shard that

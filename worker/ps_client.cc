@@ -53,12 +53,68 @@ void PsClient::Connect() {
 
 PsClient::~PsClient() = default;
 
-void PsClient::ResetTraffic() { traffic_.assign(addresses_.size(), ShardTraffic{}); }
+void PsClient::ResetTraffic() {
+  traffic_.assign(addresses_.size(), ShardTraffic{});
+  staged_bytes_ = 0;
+}
+
+std::uint64_t PsClient::staged_bytes() const { return staged_bytes_.load(); }
+
+std::optional<grpc::Slice> PsClient::PushPayload(MutableBuffer chunk, LentSlices& lent) {
+  const bool host = HostAccessible(chunk.memory);
+  const bool encoded = encoding_ != proto::TensorSpec::DENSE;
+  if (host && !encoded) return lent.Lend(chunk.data, chunk.size);
+  if (chunk.empty()) return grpc::Slice();
+  std::optional<StagingPool::Lease> lease;
+  if (!host) {
+    // Bounded: beyond it the bytes would only wait in gRPC's queue, and the
+    // pool would grow with the tensor instead of staying a few chunks.
+    lease = staging_pool_->AcquireWithin(chunk.size, chunk.memory,
+                                         kStagedChunksPerShard * addresses_.size(),
+                                         std::chrono::steady_clock::now() + timeout_);
+    if (!lease) return std::nullopt;
+    MemoryOpsFor(chunk.memory).Download(lease->host(), chunk);
+    staged_bytes_ += chunk.size;
+  }
+  if (encoded) {
+    // Encoded from host memory (the bounce buffer, which goes back to the
+    // pool at once, for device memory) into a buffer gRPC owns until sent.
+    const std::byte* from = host ? chunk.data : lease->host().data();
+    const std::span<const float> values(reinterpret_cast<const float*>(from),
+                                        chunk.size / sizeof(float));
+    auto wire = std::make_shared<std::vector<std::byte>>();
+    if (encoding_ == proto::TensorSpec::FP16) {
+      wire->resize(values.size() * 2);
+      EncodeHalves(values, wire->data());
+    } else {
+      EncodeNonZeros(values, wire.get());
+    }
+    const std::span<const std::byte> bytes(*wire);
+    return SharedSlice(bytes, std::move(wire));
+  }
+  // gRPC drops the slice when the socket has its bytes: the buffer is then
+  // back in the pool (which the owner keeps alive until then).
+  struct Owner {
+    std::shared_ptr<StagingPool> pool;  // declared first: outlives the lease
+    StagingPool::Lease lease;
+  };
+  auto owner = std::make_shared<Owner>(Owner{staging_pool_, *std::move(lease)});
+  const std::span<const std::byte> bytes = owner->lease.host();
+  return SharedSlice(bytes, std::move(owner));
+}
 
 absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
   slices_.assign(addresses_.size(), Slice{});
   element_ = ElementSize(ParseDataType(tensor.dtype()).value_or(DataType::kFloat32));
+  encoding_ = tensor.push_encoding();  // the shards refuse encodings of non-float32 tensors
   for (std::size_t s = 0; s < stubs_.size(); ++s) {
+    // The first call to a shard rides out connection attempts that fail
+    // while it is still starting, or once under load, as the worker daemon
+    // does for the coordinator; a call on a channel that has never connected
+    // would fail at once with the first attempt's error. A shard that never
+    // answers is then reported with gRPC's last connection error.
+    const bool connected =
+        channels_[s]->WaitForConnected(std::chrono::system_clock::now() + timeout_);
     grpc::ClientContext context;
     AttachCredentials(credentials_, context);
     context.set_deadline(std::chrono::system_clock::now() + timeout_);
@@ -68,6 +124,11 @@ absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
     request.set_shard(s);
     proto::DeclareReply reply;
     const grpc::Status st = stubs_[s]->Declare(&context, request, &reply);
+    if (!st.ok() && !connected) {
+      return ShardError(s, grpc::Status(st.error_code(),
+                                        absl::StrCat("no connection within ", timeout_.count(),
+                                                     " ms: ", st.error_message())));
+    }
     if (!st.ok()) return ShardError(s, st);
     slices_[s] = {reply.offset(), reply.count()};
   }
@@ -89,28 +150,35 @@ absl::Status PsClient::Forget(const std::string& tensor) {
 }
 
 std::uint64_t PsClient::WritePush(PushStream& stream, const proto::PushChunk& header,
-                                  const Slice& slice, std::span<std::byte> data,
-                                  LentSlices& lent) const {
+                                  const Slice& slice, MutableBuffer data, LentSlices& lent) {
   proto::PushChunk chunk = header;
   const std::size_t begin = static_cast<std::size_t>(slice.offset) * element_;
   const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
   const std::size_t per_chunk = kChunkBytes / element_ * element_;
-  std::size_t at = 0;
+  std::size_t at = 0;     // bytes of `data`'s slice pushed
+  std::uint64_t sent = 0;  // payload bytes written: fewer than `at` when encoded
   do {  // an empty slice still sends one (empty) chunk: it names the step
     const std::size_t n = std::min(per_chunk, bytes - at);
     chunk.set_offset(slice.offset + static_cast<std::int64_t>(at / element_));
-    // Lent, not copied: PushPull keeps `data` alive until gRPC lets go.
-    const grpc::Slice payload = lent.Lend(data.data() + begin + at, n);
-    if (!stream.Write(EncodeChunk(chunk, kPushChunkPayloadField, std::span(&payload, 1)))) {
-      break;  // the server ended the call: Finish says why
+    if (encoding_ == proto::TensorSpec::SPARSE) {
+      chunk.set_count(static_cast<std::int64_t>(n / element_));  // pairs do not say it
+    }
+    // Host memory is lent, not copied: PushPull keeps `data` alive until
+    // gRPC lets go. Device memory is copied down here, while gRPC still
+    // sends the chunk before; an encoded chunk is encoded here.
+    const std::optional<grpc::Slice> payload = PushPayload(data.subspan(begin + at, n), lent);
+    if (!payload.has_value() ||
+        !stream.Write(EncodeChunk(chunk, kPushChunkPayloadField, std::span(&*payload, 1)))) {
+      break;  // the server ended the call (Finish says why), or no buffer came back
     }
     at += n;
+    sent += payload->size();
     if (at == n && at > 0) {
       chunk.clear_tensor();  // only the first chunk needs to name them
     }
   } while (at < bytes);
   stream.WritesDone();
-  return at;
+  return sent;
 }
 
 // Full duplex: the push is written on a thread of its own while this one
@@ -118,8 +186,7 @@ std::uint64_t PsClient::WritePush(PushStream& stream, const proto::PushChunk& he
 // worker has pushed that chunk; so this worker's link carries its gradient
 // out and the values in at the same time.
 absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t worker,
-                                 std::uint64_t step, std::span<std::byte> data,
-                                 LentSlices& lent) {
+                                 std::uint64_t step, MutableBuffer data, LentSlices& lent) {
   const Slice slice = slices_[s];
   grpc::ClientContext context;
   AttachCredentials(credentials_, context);
@@ -153,7 +220,7 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
 }
 
 absl::Status PsClient::ReadValues(PushStream& stream, int s, const Slice& slice,
-                                  std::span<std::byte> data, std::uint64_t* pulled) const {
+                                  MutableBuffer data, std::uint64_t* pulled) {
   const std::size_t begin = static_cast<std::size_t>(slice.offset) * element_;
   const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
   grpc::ByteBuffer message;
@@ -178,10 +245,20 @@ absl::Status PsClient::ReadValues(PushStream& stream, int s, const Slice& slice,
     // copies into the kernel, or into TLS records, before they leave; it sends
     // from user memory without a copy only with TCP zero-copy, which is off).
     // The values of a chunk never cover bytes of a chunk not yet pushed.
-    std::byte* to = data.data() + offset;
+    // Device memory: the same holds for the copy down of the chunk, made
+    // before it was pushed; the values go up through a bounce buffer, in one
+    // copy however many pieces gRPC delivered them in.
+    const bool host = HostAccessible(data.memory);
+    StagingPool::Lease lease;
+    if (!host) lease = staging_pool_->Acquire(payload.bytes, data.memory);
+    std::byte* to = host ? data.data + offset : lease.host().data();
     for (const grpc::Slice& piece : payload.slices) {
       std::memcpy(to, piece.begin(), piece.size());
       to += piece.size();
+    }
+    if (!host && payload.bytes > 0) {
+      MemoryOpsFor(data.memory).Upload(data.subspan(offset, payload.bytes), lease.host());
+      staged_bytes_ += payload.bytes;
     }
     *pulled += payload.bytes;
   }
@@ -189,7 +266,7 @@ absl::Status PsClient::ReadValues(PushStream& stream, int s, const Slice& slice,
 }
 
 absl::Status PsClient::PushPull(const std::string& tensor, std::uint32_t worker,
-                                std::uint64_t step, std::span<std::byte> data) {
+                                std::uint64_t step, MutableBuffer data) {
   if (slices_.size() != stubs_.size()) return absl::FailedPreconditionError("Declare first");
   LentSlices lent;
   std::vector<absl::Status> status(stubs_.size());

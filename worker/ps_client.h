@@ -5,19 +5,42 @@
 // at once on each shard's stream (full duplex): values of a chunk arrive as
 // soon as every worker pushed it, while later chunks are still being pushed.
 //
-// Payload bytes are counted per shard, as pushed and as pulled.
+// Payload bytes are counted per shard, as pushed and as pulled: the bytes
+// that travelled.
+//
+// Push encodings (TensorSpec.push_encoding, as declared): FP16 pushes each
+// chunk of the float32 gradient as IEEE halves (proto/chunk_wire.h), half
+// the bytes; SPARSE pushes its non-zero elements as (index, value) pairs, 8
+// bytes each (what top-k leaves). The shards decode them back, and the
+// values pulled are float32 as ever. A chunk is the same elements either way
+// (kChunkBytes of float32, the store's chunk), so the shard's per-chunk
+// pipelining is unchanged. The encoding is a copy, made chunk by chunk while
+// gRPC sends the one before (at most a whole slice's worth if gRPC holds them
+// all); device memory is copied down into a bounce buffer first, and encoded
+// from there.
+//
+// The tensor may live in memory host code cannot touch (cuda, fake-device):
+// gRPC is host-only, so it is then staged chunk by chunk through bounce
+// buffers of a small pool that is reused from step to step (StagingPool:
+// pinned for cuda). The writer copies chunk c+1 down while gRPC sends chunk
+// c; each pulled chunk is copied up as soon as it arrives. Host memory is
+// lent to gRPC as it is, without a copy.
 //
 // Thread-safety: one PsClient per worker, used from one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "allreduce/memory.h"
+#include "allreduce/transport/staging_pool.h"
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
 #include "proto/lent_slices.h"
@@ -43,18 +66,29 @@ class PsClient {
 
   // Pushes `gradient` (the whole tensor) for `step` and overwrites it, slice by
   // slice, with what the shards serve for that step. Shards run in parallel.
-  // The push sends `gradient` itself, not a copy: this returns only once gRPC
-  // holds no reference to it, whether the step succeeded or failed.
+  // Host memory (a plain byte span) is pushed itself, not a copy: this
+  // returns only once gRPC holds no reference to it, whether the step
+  // succeeded or failed. Other memory is staged per chunk (see above).
   absl::Status PushPull(const std::string& tensor, std::uint32_t worker, std::uint64_t step,
-                        std::span<std::byte> gradient_then_result);
+                        MutableBuffer gradient_then_result);
 
   // Frees the tensor on every shard (once every worker is done with it).
   absl::Status Forget(const std::string& tensor);
 
   const std::vector<ShardTraffic>& traffic() const { return traffic_; }
+  // Also zeroes staged_bytes().
   void ResetTraffic();
 
+  // Bytes of a staged tensor copied down (pushed) plus up (pulled) since
+  // construction or the last ResetTraffic(): the payload, each byte once.
+  std::uint64_t staged_bytes() const;
+  // The bounce buffers' pool, for how many it allocated.
+  StagingPool::Stats staging_stats() const { return staging_pool_->stats(); }
+
   static constexpr std::size_t kChunkBytes = 1 << 20;
+  // Staged chunks of one shard that gRPC may hold at once: the writer waits
+  // for one to come back beyond that, so the pool stays this small.
+  static constexpr std::size_t kStagedChunksPerShard = 4;
 
  private:
   struct Slice {
@@ -65,15 +99,21 @@ class PsClient {
   using PushStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
   // One shard's part of a step: its push written while its values are read.
   absl::Status ShardStep(int shard, const std::string& tensor, std::uint32_t worker,
-                         std::uint64_t step, std::span<std::byte> data, LentSlices& lent);
+                         std::uint64_t step, MutableBuffer data, LentSlices& lent);
   // Writes `slice` of `data` as chunks after `header` (tensor, worker, step),
   // then WritesDone; returns the payload bytes written.
   std::uint64_t WritePush(PushStream& stream, const proto::PushChunk& header, const Slice& slice,
-                          std::span<std::byte> data, LentSlices& lent) const;
+                          MutableBuffer data, LentSlices& lent);
   // Reads the values of `slice` into `data` until the stream ends, counting
   // their bytes in `pulled`; an error if shard `shard` sent a bad chunk.
-  absl::Status ReadValues(PushStream& stream, int shard, const Slice& slice,
-                          std::span<std::byte> data, std::uint64_t* pulled) const;
+  absl::Status ReadValues(PushStream& stream, int shard, const Slice& slice, MutableBuffer data,
+                          std::uint64_t* pulled);
+  // The payload of one pushed chunk: `chunk` lent as it is when it is host
+  // memory, else copied down into a bounce buffer that goes back to the pool
+  // when gRPC lets go of it. Empty (nullopt) if no bounce buffer came back
+  // before the call's deadline.
+  // Encoded (FP16, SPARSE): the chunk's encoding, in memory of its own.
+  std::optional<grpc::Slice> PushPayload(MutableBuffer chunk, LentSlices& lent);
   // (Re)opens one channel per shard; dropping the old ones closes their connections.
   void Connect();
   // Returns once gRPC holds none of `lent`, closing the connections if it
@@ -93,7 +133,11 @@ class PsClient {
   std::vector<grpc::internal::RpcMethod> push_pull_;  // by shard
   std::vector<Slice> slices_;  // of the last declared tensor
   std::size_t element_ = 4;
+  proto::TensorSpec::PushEncoding encoding_ = proto::TensorSpec::DENSE;  // of the last declared
   std::vector<ShardTraffic> traffic_;
+  // Shared with the slices gRPC holds, which may outlive a step.
+  std::shared_ptr<StagingPool> staging_pool_ = std::make_shared<StagingPool>();
+  std::atomic<std::uint64_t> staged_bytes_{0};  // shard threads add to it
 };
 
 }  // namespace testbed

@@ -4,11 +4,15 @@
 // decoded as a PushChunk (payload field 5) and as a ValueChunk (field 2).
 // Invariants: a decoded payload's size is the sum of its slices and no more than
 // the message; encoding what was decoded and decoding it again gives the same
-// header and payload.
+// header and payload. A PushChunk's payload is also decoded as the push
+// encodings would (halves widened, pairs scattered into PushChunk.count
+// elements, capped): never a write outside the chunk, and accepted pairs
+// encode back to no more bytes than came.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "proto/chunk_wire.h"
@@ -43,6 +47,20 @@ void DecodeAs(const grpc::ByteBuffer& message, std::size_t message_bytes, int pa
   FUZZ_CHECK(testbed::DecodeChunk(again, payload_field, &header2, &payload2).ok());
   FUZZ_CHECK(header2.SerializeAsString() == header.SerializeAsString());
   FUZZ_CHECK(Joined(payload2) == Joined(payload));
+
+  if constexpr (std::is_same_v<Header, testbed::proto::PushChunk>) {
+    if (payload.bytes % 2 == 0) {
+      std::vector<float> widened(payload.bytes / 2);
+      testbed::WidenHalves(payload.slices, widened.data());
+    }
+    const std::int64_t count = std::clamp<std::int64_t>(header.count(), 0, 1 << 16);
+    std::vector<float> dense(static_cast<std::size_t>(count), 0.0f);
+    if (testbed::ScatterPairs(payload.slices, payload.bytes, dense).ok()) {
+      std::vector<std::byte> pairs;
+      testbed::EncodeNonZeros(dense, &pairs);
+      FUZZ_CHECK(pairs.size() <= payload.bytes);
+    }
+  }
 }
 
 }  // namespace
