@@ -9,6 +9,7 @@
 
 #include "proto/spec.h"
 #include "worker/control_handlers.h"
+#include "worker/train/dataset.h"
 
 namespace testbed {
 namespace {
@@ -70,6 +71,23 @@ proto::CoordinatorMessage Abort(std::uint64_t id) {
   proto::CoordinatorMessage m;
   m.mutable_abort()->set_experiment_id(id);
   m.mutable_abort()->set_reason("lost rank 1");
+  return m;
+}
+
+// A one-rank training run: Prepare carries a TrainingSpec instead of a spec.
+proto::CoordinatorMessage PrepareTraining(std::uint64_t id, const std::string& sync) {
+  proto::CoordinatorMessage m;
+  m.mutable_prepare()->set_experiment_id(id);
+  m.mutable_prepare()->set_rank(0);
+  m.mutable_prepare()->set_world_size(1);
+  proto::TrainingSpec& spec = *m.mutable_prepare()->mutable_training();
+  spec.set_workers(1);
+  spec.set_sync(sync);
+  spec.add_hidden(8);
+  spec.set_batch(8);
+  spec.set_steps(3);
+  spec.set_report_every_steps(1);
+  spec.set_train_accuracy_samples(100);
   return m;
 }
 
@@ -188,6 +206,45 @@ TEST_F(ControlHandlersTest, ASecondStartIsRefused) {
   }
   EXPECT_EQ(failures, std::vector<std::string>{
                           "unexpected Start from the coordinator while experiment 2 has started"});
+}
+
+// After Start the rank trains instead of sweeping; rank 0 sends its rows,
+// then Finished.
+TEST_F(ControlHandlersTest, TrainsARankAndSendsItsRows) {
+  if (!FashionMnistInstalled()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist";
+  handlers_.Handle(Welcome());
+  ASSERT_EQ(handlers_.Handle(PrepareTraining(4, "ring")), After::kReadOn) << OnlyFailure();
+  const std::string address = link_.sent()[0].address().ucx_address();
+  ASSERT_EQ(handlers_.Handle(Connect(4, address)), After::kReadOn);
+  ASSERT_EQ(handlers_.Handle(Start(4)), After::kReadOn);
+  handlers_.WaitForSweep();
+  const auto sent = link_.sent();
+  ASSERT_EQ(sent.size(), 7u);  // Address, Ready, three progress rows and the run's, Finished
+  for (int i = 2; i < 6; ++i) {
+    ASSERT_TRUE(sent[i].has_training_row()) << i;
+    EXPECT_EQ(sent[i].training_row().deployment(), "run");  // no placement in the spec
+    EXPECT_EQ(sent[i].training_row().step(), static_cast<std::uint64_t>(i < 5 ? i - 1 : 3));
+  }
+  EXPECT_EQ(sent[5].training_row().kind(), proto::TrainingRow::RUN);
+  EXPECT_EQ(sent[6].finished().experiment_id(), 4u);
+  EXPECT_FALSE(handlers_.failed());
+}
+
+// The worker checks the names of the spec it is handed, and reports a bad
+// one as its failure (the coordinator does not know the registry).
+TEST_F(ControlHandlersTest, ATrainingSpecWithAnUnknownSyncFailsNamingIt) {
+  handlers_.Handle(Welcome());
+  ASSERT_EQ(handlers_.Handle(PrepareTraining(5, "quicksort")), After::kReadOn) << OnlyFailure();
+  const std::string address = link_.sent()[0].address().ucx_address();
+  ASSERT_EQ(handlers_.Handle(Connect(5, address)), After::kReadOn);
+  ASSERT_EQ(handlers_.Handle(Start(5)), After::kReadOn);
+  handlers_.WaitForSweep();
+  EXPECT_TRUE(handlers_.failed());
+  EXPECT_EQ(link_.verdicts_awaited, 1);
+  ASSERT_TRUE(link_.sent().back().has_failure());
+  EXPECT_NE(link_.sent().back().failure().message().find("unknown --sync 'quicksort'"),
+            std::string::npos)
+      << link_.sent().back().failure().message();
 }
 
 }  // namespace

@@ -54,11 +54,14 @@ inline TrainConfig Config(const std::string& optimizer, int batch, std::uint64_t
 using MakeSync = std::function<std::unique_ptr<GradientSync>(int rank, WorkerTrainer& trainer)>;
 
 // Trains N workers on threads for kSteps; returns each worker's parameters.
-// `payload_bytes`, when given, gets worker 0's payload bytes after the steps.
-inline std::vector<std::vector<float>> Train(const Dataset& data, const TrainConfig& config,
-                                             int workers, const MakeSync& make_sync,
-                                             std::uint64_t* payload_bytes = nullptr) {
+// `payload_bytes`, when given, gets worker 0's payload bytes after the steps;
+// `payload_per_rank` every worker's.
+inline std::vector<std::vector<float>> Train(
+    const Dataset& data, const TrainConfig& config, int workers, const MakeSync& make_sync,
+    std::uint64_t* payload_bytes = nullptr,
+    std::vector<std::uint64_t>* payload_per_rank = nullptr) {
   std::vector<std::vector<float>> parameters(workers);
+  if (payload_per_rank != nullptr) payload_per_rank->assign(workers, 0);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < workers; ++rank) {
     threads.emplace_back([&, rank] {
@@ -74,6 +77,7 @@ inline std::vector<std::vector<float>> Train(const Dataset& data, const TrainCon
       }
       parameters[rank].assign(trainer.parameters().begin(), trainer.parameters().end());
       if (rank == 0 && payload_bytes != nullptr) *payload_bytes = sync->PayloadBytes();
+      if (payload_per_rank != nullptr) (*payload_per_rank)[rank] = sync->PayloadBytes();
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -84,7 +88,8 @@ inline std::vector<std::vector<float>> Train(const Dataset& data, const TrainCon
 inline std::vector<std::vector<float>> TrainOverAllReduce(
     const Collective& collective, const Dataset& data, const TrainConfig& config, int workers,
     CompressionConfig compression = {}, std::size_t bucket_bytes = 0,
-    std::uint64_t* payload_bytes = nullptr) {
+    std::uint64_t* payload_bytes = nullptr,
+    std::vector<std::uint64_t>* payload_per_rank = nullptr) {
   InProcessFabric fabric(workers);
   std::vector<std::unique_ptr<Transport>> transports;
   for (int rank = 0; rank < workers; ++rank) transports.push_back(fabric.Connect(rank));
@@ -98,7 +103,7 @@ inline std::vector<std::vector<float>> TrainOverAllReduce(
         EXPECT_TRUE(sync.ok()) << sync.status();
         return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
       },
-      payload_bytes);
+      payload_bytes, payload_per_rank);
 }
 
 // One worker with the global batch: what data-parallel training must equal.

@@ -1,23 +1,33 @@
 // --compress: fp16 and top-k with error feedback, through the all-reduce
-// (an all-gather of every rank's compressed gradient, summed in float32) and
-// the parameter server (the shard takes dense float32: it gets the
-// compressed gradient decoded).
+// (fp16: the bucket's own all-reduce of halves, rounded to half at every
+// hop; top-k: an all-gather of every rank's pairs, summed in float32) and
+// the parameter server (fp16: pushes travel as halves, the shard widens
+// them; top-k: as (index, value) pairs, which the shard scatters).
 //
 // Tolerances:
 //  - a half keeps 11 significant bits: a round trip is off by at most 2^-11
 //    of the value (round to nearest), for values in half's normal range;
 //  - fp16 training, N = 3, K = 5 steps of SGD at rate 0.2 on the toy data:
-//    every element each worker sends is off by at most 2^-11 of itself, so
-//    each step's update is off by well under 0.1% of its size. Parameters
-//    end within 2.3e-5 of one worker's uncompressed training (measured;
-//    the largest is 0.84); 2e-4 leaves ten times that. A sum instead of a
-//    mean, or a dropped worker, is off by 1e-2 or more;
+//    every element each worker sends is off by at most 2^-11 of itself, and
+//    each of the N - 1 additions of the all-reduce of halves rounds its
+//    partial sum by at most 2^-11 of it again, so each step's update is off
+//    by well under 0.1% of its size. Parameters end within 3.4e-5 of one
+//    worker's uncompressed training (measured for ring, tree, butterfly and
+//    halving-doubling; 2.3e-5 when the halves were gathered and summed in
+//    float32; the largest parameter is 0.84); 2e-4 leaves six times that. A
+//    sum instead of a mean, or a dropped worker, is off by 1e-2 or more;
 //  - top-k bookkeeping is exact: elements are moved, never split.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <numeric>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "allreduce/traffic.h"
 #include "server/in_process_shard.h"
 #include "tests/toy_training.h"
 #include "worker/ps_client.h"
@@ -63,7 +73,7 @@ TEST(TrainFp16Test, RoundTripIsWithinHalfPrecision) {
   std::vector<std::uint16_t> halves(values.size());
   ToHalf(values, halves);
   std::vector<float> back(values.size(), 0.0f);
-  AddHalves(halves, back);
+  FromHalf(halves, back);
   for (std::size_t i = 0; i < values.size(); ++i) {
     EXPECT_LE(std::abs(back[i] - values[i]), std::abs(values[i]) * std::ldexp(1.0f, -11))
         << values[i];
@@ -129,7 +139,50 @@ TEST_P(TrainCompressedAllReduceTest, Fp16EqualsOneWorkerWithinHalfPrecision) {
                                        *ParseCompression("fp16"), /*bucket_bytes=*/40);
   const std::vector<float> alone = TrainAlone(data, "sgd", 3);
   ExpectEveryWorkerNear(fp16, alone, kFp16TrainingTolerance);
-  EXPECT_EQ(fp16[0], fp16[2]) << "every rank sums the same halves in the same order";
+  EXPECT_EQ(fp16[0], fp16[2]) << "every rank holds the same all-reduced halves";
+}
+
+// fp16 runs each bucket's own all-reduce on halves, so its payload is the
+// collective's closed form for M = 2 bytes an element - half of the float32
+// run's, whatever N and the buckets. Each rank's PayloadBytes counts what it
+// sent and received, so over all ranks every byte is counted twice. N = 3:
+// chunks that do not divide evenly, and butterfly's fold.
+TEST_P(TrainCompressedAllReduceTest, Fp16PayloadIsTheClosedFormForHalves) {
+  constexpr int kWorkers = 3;
+  const Dataset data = ToyData();
+  const TrainConfig config = Config("sgd", kBatch);
+  const Collective& collective = *FindCollective(GetParam());
+  const auto parameters = Mlp(WorkerTrainer::LayerSizes(config, data)).parameter_count();
+  for (std::size_t bucket_bytes : {std::size_t{0}, std::size_t{40}}) {
+    SCOPED_TRACE("bucket_bytes " + std::to_string(bucket_bytes));
+    // The closed forms of the buckets' all-reduces, per step, at M bytes an element.
+    const auto closed_form = [&](std::int64_t element_bytes) {
+      const std::int64_t per_bucket =
+          bucket_bytes == 0 ? parameters : static_cast<std::int64_t>(bucket_bytes / 4);
+      std::int64_t total = 0;
+      for (std::int64_t offset = 0; offset < parameters; offset += per_bucket) {
+        const std::int64_t elements = std::min(per_bucket, parameters - offset);
+        total += collective.formula_bytes(kWorkers, element_bytes * elements);
+      }
+      return static_cast<std::uint64_t>(total);
+    };
+    std::vector<std::uint64_t> fp16, none;
+    TrainOverAllReduce(collective, data, config, kWorkers, *ParseCompression("fp16"), bucket_bytes,
+                       nullptr, &fp16);
+    TrainOverAllReduce(collective, data, config, kWorkers, {}, bucket_bytes, nullptr, &none);
+    const auto sum = [](const std::vector<std::uint64_t>& v) {
+      return std::accumulate(v.begin(), v.end(), std::uint64_t{0});
+    };
+    EXPECT_EQ(sum(fp16), kSteps * 2 * closed_form(2));
+    EXPECT_EQ(sum(none), kSteps * 2 * closed_form(4));
+    EXPECT_EQ(2 * sum(fp16), sum(none));
+    if (bucket_bytes == 0) {  // rank 0 alone: its share, as counted off the schedule
+      const RankTraffic rank0 =
+          CountTraffic(collective, kWorkers, 2 * parameters, 2).per_rank[0];
+      EXPECT_EQ(fp16[0], kSteps * static_cast<std::uint64_t>(rank0.bytes_sent +
+                                                             rank0.bytes_received));
+    }
+  }
 }
 
 TEST_P(TrainCompressedAllReduceTest, TopKOfEverythingEqualsNoCompression) {
@@ -152,15 +205,16 @@ TEST_P(TrainCompressedAllReduceTest, TopKKeepsEveryRankEqualAndTrains) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, TrainCompressedAllReduceTest,
-                         ::testing::Values("ring", "halving-doubling"),
+                         ::testing::Values("ring", "tree", "butterfly", "halving-doubling"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
 
-// The bytes are the compressed ones: at N = 2 each rank sends its chunk once
-// and receives the other's, against ring's whole float32 gradient each way.
+// The bytes are the compressed ones: at N = 2 a ring rank sends and receives
+// the whole gradient once, in floats (none) or halves (fp16), or its k pairs
+// (top-k's all-gather).
 TEST(TrainCompressedAllReduceBytesTest, PayloadIsTheCompressedChunks) {
   const Dataset data = ToyData();
   const TrainConfig config = Config("sgd", kBatch);
@@ -172,14 +226,56 @@ TEST(TrainCompressedAllReduceBytesTest, PayloadIsTheCompressedChunks) {
   TrainOverAllReduce(ring, data, config, 2, *ParseCompression("fp16"), 0, &fp16);
   TrainOverAllReduce(ring, data, config, 2, *ParseCompression("topk:0.1"), 0, &topk);
   EXPECT_EQ(none, kSteps * 2 * 4 * parameters);
-  EXPECT_EQ(fp16, kSteps * 2 * 4 * ((parameters + 1) / 2));
+  EXPECT_EQ(fp16, kSteps * 2 * 2 * parameters);
   EXPECT_EQ(topk, kSteps * 2 * 8 * static_cast<std::uint64_t>(TopKCount(static_cast<std::int64_t>(parameters), 0.1)));
 }
 
-// The parameter server gets the compressed gradient decoded (dense float32).
+// fp16 as PsSync pushed it before the FP16 push encoding: rounded through
+// half on the worker, then pushed as dense float32 (the learning-rate factor
+// is 1 here, so rounding before PsSync's scaling is rounding after it).
+class DecodedFp16Sync final : public GradientSync {
+ public:
+  explicit DecodedFp16Sync(std::unique_ptr<PsSync> dense) : dense_(std::move(dense)) {}
+  absl::Status Step(std::uint64_t step, std::span<float> gradient,
+                    std::span<float> parameters) override {
+    RoundThroughHalf(gradient);
+    return dense_->Step(step, gradient, parameters);
+  }
+  std::uint64_t PayloadBytes() const override { return dense_->PayloadBytes(); }
+
+ private:
+  std::unique_ptr<PsSync> dense_;
+};
+
+// top-k as PsSync pushed it before the SPARSE push encoding: all but the k
+// largest zeroed (error feedback as ever), then pushed as dense float32.
+class DecodedTopKSync final : public GradientSync {
+ public:
+  DecodedTopKSync(std::unique_ptr<PsSync> dense, std::int64_t elements, double ratio)
+      : dense_(std::move(dense)), topk_(elements, ratio), indices_(topk_.k()), values_(topk_.k()) {}
+  absl::Status Step(std::uint64_t step, std::span<float> gradient,
+                    std::span<float> parameters) override {
+    topk_.Select(gradient, indices_, values_);
+    std::fill(gradient.begin(), gradient.end(), 0.0f);
+    for (std::size_t j = 0; j < indices_.size(); ++j) gradient[indices_[j]] = values_[j];
+    return dense_->Step(step, gradient, parameters);
+  }
+  std::uint64_t PayloadBytes() const override { return dense_->PayloadBytes(); }
+
+ private:
+  std::unique_ptr<PsSync> dense_;
+  ErrorFeedbackTopK topk_;
+  std::vector<std::uint32_t> indices_;
+  std::vector<float> values_;
+};
+
+// Through one in-process shard. `decoded`: the compression of before the
+// push encodings (DecodedFp16Sync, DecodedTopKSync), for comparison.
 std::vector<std::vector<float>> TrainOverParameterServer(const Dataset& data,
                                                          const TrainConfig& config, int workers,
-                                                         const std::string& compress) {
+                                                         const std::string& compress,
+                                                         bool decoded = false,
+                                                         std::uint64_t* payload_bytes = nullptr) {
   const Credentials credentials{"train", "secret"};
   absl::StatusOr<std::unique_ptr<InProcessShard>> shard =
       InProcessShard::Start(credentials, std::chrono::seconds(20));
@@ -191,13 +287,75 @@ std::vector<std::vector<float>> TrainOverParameterServer(const Dataset& data,
                                                  std::chrono::seconds(20)));
   }
   const proto::Optimizer rule = *TrainingOptimizer(config, workers);
-  return Train(data, config, workers, [&](int rank, WorkerTrainer& trainer) {
-    absl::StatusOr<std::unique_ptr<PsSync>> sync =
-        PsSync::Create(*clients[rank], "params", static_cast<std::uint32_t>(rank), workers,
-                       trainer.parameters(), rule, *ParseCompression(compress));
-    EXPECT_TRUE(sync.ok()) << sync.status();
-    return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
-  });
+  return Train(
+      data, config, workers,
+      [&](int rank, WorkerTrainer& trainer) -> std::unique_ptr<GradientSync> {
+        absl::StatusOr<std::unique_ptr<PsSync>> sync =
+            PsSync::Create(*clients[rank], "params", static_cast<std::uint32_t>(rank), workers,
+                           trainer.parameters(), rule,
+                           *ParseCompression(decoded ? "none" : compress));
+        EXPECT_TRUE(sync.ok()) << sync.status();
+        if (!sync.ok()) return nullptr;
+        if (!decoded) return *std::move(sync);
+        const CompressionConfig config = *ParseCompression(compress);
+        if (config.kind == CompressionConfig::Kind::kTopK) {
+          return std::make_unique<DecodedTopKSync>(
+              *std::move(sync), static_cast<std::int64_t>(trainer.parameters().size()),
+              config.ratio);
+        }
+        return std::make_unique<DecodedFp16Sync>(*std::move(sync));
+      },
+      payload_bytes);
+}
+
+// fp16 on the wire changes the bytes, not the numbers: the shard sums the
+// same half-rounded gradients the worker used to decode and push dense, so
+// the parameters are bit-identical, and every push is exactly half as many
+// bytes (M/2 pushed, M pulled per step, against M and M).
+TEST(TrainCompressedParameterServerTest, Fp16OnTheWireIsTheDecodedPathAtHalfThePushBytes) {
+  const Dataset data = ToyData();
+  const TrainConfig config = Config("sgd", kBatch);
+  const std::uint64_t parameters =
+      static_cast<std::uint64_t>(Mlp(WorkerTrainer::LayerSizes(config, data)).parameter_count());
+  std::uint64_t wire = 0, decoded = 0;
+  const auto halves = TrainOverParameterServer(data, config, 3, "fp16", false, &wire);
+  const auto before = TrainOverParameterServer(data, config, 3, "fp16", true, &decoded);
+  ASSERT_EQ(halves.size(), 3u);
+  ASSERT_EQ(before.size(), 3u);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(halves[rank], before[rank]) << "rank " << rank << ": not bit-identical";
+  }
+  EXPECT_EQ(decoded, kSteps * (4 + 4) * parameters);
+  EXPECT_EQ(wire, kSteps * (2 + 4) * parameters);
+  std::printf("ps fp16, %llu parameters, %d steps: worker 0 moved %llu payload bytes "
+              "(decoded dense: %llu)\n",
+              static_cast<unsigned long long>(parameters), kSteps,
+              static_cast<unsigned long long>(wire), static_cast<unsigned long long>(decoded));
+}
+
+// top-k on the wire likewise: the shard scatters the k pairs into zeros and
+// sums what the dense push of the zeroed gradient gave, bit for bit; a push
+// is 8 bytes per kept element instead of 4 per element.
+TEST(TrainCompressedParameterServerTest, TopKOnTheWireIsTheDecodedPathInPairs) {
+  const Dataset data = ToyData();
+  const TrainConfig config = Config("sgd", kBatch);
+  const std::uint64_t parameters =
+      static_cast<std::uint64_t>(Mlp(WorkerTrainer::LayerSizes(config, data)).parameter_count());
+  const auto k = static_cast<std::uint64_t>(TopKCount(static_cast<std::int64_t>(parameters), 0.1));
+  std::uint64_t wire = 0, decoded = 0;
+  const auto pairs = TrainOverParameterServer(data, config, 3, "topk:0.1", false, &wire);
+  const auto before = TrainOverParameterServer(data, config, 3, "topk:0.1", true, &decoded);
+  ASSERT_EQ(pairs.size(), 3u);
+  ASSERT_EQ(before.size(), 3u);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(pairs[rank], before[rank]) << "rank " << rank << ": not bit-identical";
+  }
+  EXPECT_EQ(decoded, kSteps * (4 + 4) * parameters);
+  EXPECT_EQ(wire, kSteps * (8 * k + 4 * parameters)) << "no kept element is exactly zero here";
+  std::printf("ps topk:0.1, %llu parameters, %d steps: worker 0 moved %llu payload bytes "
+              "(decoded dense: %llu)\n",
+              static_cast<unsigned long long>(parameters), kSteps,
+              static_cast<unsigned long long>(wire), static_cast<unsigned long long>(decoded));
 }
 
 TEST(TrainCompressedParameterServerTest, Fp16AndTopKOfEverything) {

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "allreduce/traffic.h"
 #include "experiments/cluster/local_training.h"
 #include "tests/toy_training.h"
 
@@ -66,9 +67,10 @@ TEST(TrainLocalTest, ParameterServerDaemonsTrainLikeRing) {
   }
 }
 
-// The rows say what was compressed and what it cost: ring's fp16 is an
-// all-gather of halves (at N = 3 a rank sends its chunk twice and receives
-// two); the parameter server takes dense float32, so its bytes stay whole.
+// The rows say what was compressed and what it cost: ring's fp16 is a ring
+// of halves (worker 0's share of ring's closed form for M = 2 bytes an
+// element, as counted off its schedule); the parameter server takes the push
+// as halves (2 bytes an element) and serves float32 parameters (4).
 TEST(TrainLocalTest, RowsCarryCompressedAndDenseBytes) {
   const TrainTestSplit data = ToyData();
   LocalTrainingOptions options = Options("ring", 1);
@@ -77,12 +79,17 @@ TEST(TrainLocalTest, RowsCarryCompressedAndDenseBytes) {
   const auto parameters = static_cast<std::uint64_t>(ring.parameters());
   EXPECT_EQ(ring.compress(), "fp16");
   EXPECT_EQ(ring.dense_gradient_bytes(), 4 * parameters);
-  EXPECT_EQ(ring.payload_bytes(), 4 * 4 * ((parameters + 1) / 2));
+  const RankTraffic rank0 =
+      CountTraffic(*FindCollective("ring"), 3, 2 * static_cast<std::int64_t>(parameters), 2)
+          .per_rank[0];
+  EXPECT_EQ(ring.payload_bytes(),
+            static_cast<std::uint64_t>(rank0.bytes_sent + rank0.bytes_received));
   options = Options("ps", 1);
-  options.compress = "topk:0.5";
+  options.compress = "fp16";
   const proto::TrainingRow ps = Train(options, data).back();
-  EXPECT_EQ(ps.compress(), "topk:0.5");
-  EXPECT_EQ(ps.payload_bytes(), 2 * 4 * parameters);
+  EXPECT_EQ(ps.compress(), "fp16");
+  EXPECT_EQ(ps.dense_gradient_bytes(), 4 * parameters);
+  EXPECT_EQ(ps.payload_bytes(), (2 + 4) * parameters);
 }
 
 TEST(TrainLocalTest, RefusesBadCompressionByName) {

@@ -10,6 +10,8 @@
 #include "common/memory_reuse.h"
 #include "worker/interface_counters.h"
 #include "worker/sweep_runner.h"
+#include "worker/train/dataset.h"
+#include "worker/train/rank_training.h"
 
 namespace testbed {
 namespace {
@@ -25,9 +27,19 @@ std::string TransportLabel(const UcxTransport& transport) {
   return absl::StrCat("ucx:", lanes.empty() ? "unknown" : lanes);
 }
 
-// The spec's timeout for every wait, 60 s where it gives none.
-std::chrono::seconds Timeout(const proto::ExperimentSpec& spec) {
-  return std::chrono::seconds(spec.timeout_s() ? spec.timeout_s() : 60);
+// The spec's timeout for every wait, 60 s where it gives none; a training
+// run's, 120 s where it gives none.
+std::chrono::seconds Timeout(const Experiment& e) {
+  if (e.training) return std::chrono::seconds(e.training->timeout_s() ? e.training->timeout_s() : 120);
+  return std::chrono::seconds(e.spec.timeout_s() ? e.spec.timeout_s() : 60);
+}
+
+// TrainingRow.deployment of a run on daemons: where `testbed train` placed
+// them (the spec's network), or "run" for daemons already deployed.
+std::string TrainingDeployment(const proto::TrainingSpec& spec) {
+  if (spec.network() == "netns") return "local-netns";
+  if (spec.network() == "loopback") return "local-daemons";
+  return "run";
 }
 
 // "is prepared": where an experiment is, for refusals.
@@ -78,6 +90,7 @@ After ControlHandlers::OnPrepare(const proto::Prepare& prepare) {
   experiment_ = std::make_unique<Experiment>();
   experiment_->id = prepare.experiment_id();
   experiment_->spec = prepare.spec();
+  if (prepare.has_training()) experiment_->training = prepare.training();
   if (absl::Status st = MakeTransport(prepare); !st.ok()) {
     experiment_->transport.reset();  // the experiment has failed here: nothing more runs in it
     Fail(experiment_->id, std::string(st.message()));
@@ -104,10 +117,10 @@ absl::Status ControlHandlers::MakeTransport(const proto::Prepare& prepare) {
     e.parameter_server = std::make_unique<PsClient>(
         std::vector<std::string>(prepare.shard_addresses().begin(),
                                  prepare.shard_addresses().end()),
-        options_.credentials, Timeout(e.spec), options_.tls);
+        options_.credentials, Timeout(e), options_.tls);
   }
   UcxOptions ucx;
-  ucx.wait_timeout = Timeout(e.spec);
+  ucx.wait_timeout = Timeout(e);
   // Validated specs name a known path; a direct request UCX cannot honour is
   // refused here, before any rank connects or moves a byte.
   ucx.gpu_path = ParseGpuPathRequest(e.spec.gpu_path()).value_or(GpuPathRequest::kAuto);
@@ -154,9 +167,13 @@ After ControlHandlers::OnStart(const proto::Start& start) {
   if (!At(start.experiment_id(), Stage::kConnected)) return Refuse("Start", start.experiment_id());
   Experiment& e = *experiment_;
   e.stage = Stage::kStarted;
-  spdlog::info("experiment {}: sweep started", e.id);
+  spdlog::info("experiment {}: {} started", e.id, e.training ? "training" : "sweep");
   e.sweeping = true;
-  e.sweep = std::thread([this, &e] { Sweep(e); });
+  if (e.training) {
+    e.sweep = std::thread([this, &e] { Conclude(e, Train(e)); });
+  } else {
+    e.sweep = std::thread([this, &e] { Sweep(e); });
+  }
   return After::kReadOn;
 }
 
@@ -184,18 +201,69 @@ void ControlHandlers::Sweep(Experiment& e) {
     *m.mutable_result() = result;
     return link_.Send(m) ? absl::OkStatus() : absl::UnavailableError("lost the coordinator");
   });
+  Conclude(e, st);
+}
+
+absl::Status ControlHandlers::Train(Experiment& e) {
+  const proto::TrainingSpec& spec = *e.training;
+  absl::StatusOr<TrainingSetup> setup = TrainingSetupFromSpec(spec);
+  if (!setup.ok()) return setup.status();
+  if (setup->workers != e.transport->world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the training spec says ", setup->workers,
+                                                   " workers, the run has ",
+                                                   e.transport->world_size()));
+  }
+  absl::StatusOr<TrainTestSplit> data =
+      LoadFashionMnist(spec.data_dir().empty() ? kFashionMnistDir : spec.data_dir());
+  if (!data.ok()) return data.status();
+  const int rank = e.transport->rank();
+  proto::TrainingRow header = TrainingHeader(*setup, data->train, TrainingDeployment(spec));
+  header.set_network(spec.network());
+  header.set_link_rate(spec.link_rate());
+  bool lost = false;  // the coordinator's stream closed under a row
+  const TrainingRowSink sink = [&](const proto::TrainingRow& row) {
+    proto::WorkerMessage m;
+    *m.mutable_training_row() = row;
+    if (!link_.Send(m)) lost = true;
+  };
+  SyncFactory make_sync;
+  if (setup->sync == "ps") {
+    if (e.parameter_server == nullptr) {
+      return absl::FailedPreconditionError("a ps training run came without the shard map");
+    }
+    make_sync = [&](WorkerTrainer& trainer) {
+      return MakePsSync(*setup, *e.parameter_server,
+                        absl::StrCat("experiment-", e.id, "/train/parameters"), rank,
+                        trainer.parameters());
+    };
+  } else {
+    make_sync = [&](WorkerTrainer& trainer) {
+      return MakeAllReduceSync(*setup, *e.transport,
+                               static_cast<std::int64_t>(trainer.parameters().size()));
+    };
+  }
+  absl::Status status = TrainRank(*setup, *data, rank, header, make_sync, sink);
+  if (status.ok() && lost) status = absl::UnavailableError("lost the coordinator");
+  return status;
+}
+
+void ControlHandlers::Conclude(Experiment& e, const absl::Status& st) {
   if (st.ok()) {
     proto::WorkerMessage finished;
     finished.mutable_finished()->set_experiment_id(e.id);
     link_.Send(finished);
     spdlog::info("experiment {}: done", e.id);
-  } else {
-    Fail(e.id, std::string(st.message()));
-    // Stay, endpoints open, for the coordinator's verdict: leaving now would
-    // make the ranks that talk to this one see *it* lost and name it, not the
-    // rank that really failed.
-    link_.AwaitVerdict();
+    e.sweeping = false;
+    // Done here is not done for the peers: this rank's last sends may still
+    // owe them bytes that leave only while UCX is progressed.
+    e.transport->ServePeersUntil(e.released);
+    return;
   }
+  Fail(e.id, std::string(st.message()));
+  // Stay, endpoints open, for the coordinator's verdict: leaving now would
+  // make the ranks that talk to this one see *it* lost and name it, not the
+  // rank that really failed.
+  link_.AwaitVerdict();
   e.sweeping = false;
 }
 

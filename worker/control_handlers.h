@@ -4,7 +4,11 @@
 //   Welcome  attaching -> idle
 //   Prepare  idle (or a finished experiment) -> prepared: make a UCX transport, send Address
 //   Connect  prepared -> connected: connect to every rank, send Ready
-//   Start    connected -> started: run the sweep on its own thread, send results, Finished
+//   Start    connected -> started: run the sweep on its own thread, send results, Finished;
+//            for a training run (Prepare.training), train this rank on that
+//            thread instead (rank 0 sends the TrainingRows), then Finished.
+//            After Finished the thread keeps UCX progressed for the peers
+//            still finishing, until the next message releases it.
 //   Abort    any: log the coordinator's reason and leave
 //
 // A message out of that order (a Connect before any Prepare, a second Start,
@@ -23,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -52,18 +57,22 @@ struct Experiment {
   enum class Stage { kPrepared, kConnected, kStarted };
 
   ~Experiment() { JoinSweep(); }
+  // Releases a thread that serves its peers after its end, and joins it.
   void JoinSweep() {
+    released = true;
     if (sweep.joinable()) sweep.join();
   }
 
   std::uint64_t id = 0;
   Stage stage = Stage::kPrepared;
   proto::ExperimentSpec spec;
+  std::optional<proto::TrainingSpec> training;  // a training run, instead of `spec`
   std::unique_ptr<PsClient> parameter_server;  // when the coordinator gave shards
   std::unique_ptr<UcxTransport> transport;     // null if Prepare could not make one
   std::string transport_label;                 // what UCX chose; set by Connect
   std::thread sweep;                           // set by Start
-  std::atomic<bool> sweeping{false};           // the sweep thread has not ended
+  std::atomic<bool> sweeping{false};           // the sweep or training has not ended
+  std::atomic<bool> released{false};           // the verdict came: stop serving peers
 };
 
 class ControlHandlers {
@@ -113,6 +122,11 @@ class ControlHandlers {
   absl::Status MakeTransport(const proto::Prepare& prepare);
   // The body of the sweep thread of `e`.
   void Sweep(Experiment& e);
+  // The body of the thread of a training run `e`: trains this rank.
+  absl::Status Train(Experiment& e);
+  // How the experiment thread of `e` ends: Finished, then serving the peers
+  // until the verdict; or its failure reported.
+  void Conclude(Experiment& e, const absl::Status& status);
 
   const WorkerOptions& options_;
   ControlLink& link_;

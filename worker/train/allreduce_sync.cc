@@ -41,18 +41,14 @@ AllReduceSync::Bucket AllReduceSync::MakeBucket(const Collective& collective, st
   Bucket bucket;
   bucket.offset = offset;
   bucket.elements = elements;
-  if (compression_.none()) {
+  if (compression_.kind != CompressionConfig::Kind::kTopK) {
+    // The bucket's own all-reduce, of floats or of halves.
     bucket.schedule = collective.build(rank, world, elements, /*root=*/0);
-    executor_.Prepare(bucket.schedule, DataType::kFloat32);
+    executor_.Prepare(bucket.schedule, ElementType());
     return bucket;
   }
-  if (compression_.kind == CompressionConfig::Kind::kFp16) {
-    // Whole int32 elements for the all-gather: an odd bucket's last half is padding.
-    bucket.chunk_bytes = static_cast<std::size_t>((elements + 1) / 2) * 4;
-  } else {
-    bucket.topk = std::make_unique<ErrorFeedbackTopK>(elements, compression_.ratio);
-    bucket.chunk_bytes = static_cast<std::size_t>(bucket.topk->k()) * 8;
-  }
+  bucket.topk = std::make_unique<ErrorFeedbackTopK>(elements, compression_.ratio);
+  bucket.chunk_bytes = static_cast<std::size_t>(bucket.topk->k()) * 8;
   const std::int64_t words = static_cast<std::int64_t>(bucket.chunk_bytes / 4);
   bucket.schedule = FindCollective("all-gather")->build(rank, world, words * world, /*root=*/0);
   executor_.Prepare(bucket.schedule, DataType::kInt32);
@@ -72,16 +68,33 @@ AllReduceSync::~AllReduceSync() {
 absl::Status AllReduceSync::AllReduce(Bucket& bucket, std::span<float> gradient,
                                       std::uint64_t step) {
   const std::span<float> slice = gradient.subspan(bucket.offset, bucket.elements);
-  absl::Status s =
-      compression_.none()
-          ? executor_.Run(bucket.schedule, MutableBuffer(std::as_writable_bytes(slice)),
-                          DataType::kFloat32, ReduceOp::kSum)
-          : GatherCompressed(bucket, slice);
+  absl::Status s;
+  switch (compression_.kind) {
+    case CompressionConfig::Kind::kNone:
+      s = executor_.Run(bucket.schedule, MutableBuffer(std::as_writable_bytes(slice)),
+                        DataType::kFloat32, ReduceOp::kSum);
+      break;
+    case CompressionConfig::Kind::kFp16: s = AllReduceHalves(bucket, slice); break;
+    case CompressionConfig::Kind::kTopK: s = GatherTopK(bucket, slice); break;
+  }
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat("all-reduce of step ", step, ": ", s.message()));
 }
 
-absl::Status AllReduceSync::GatherCompressed(Bucket& bucket, std::span<float> slice) {
+absl::Status AllReduceSync::AllReduceHalves(const Bucket& bucket, std::span<float> slice) {
+  halves_.resize(slice.size());
+  ToHalf(slice, halves_);
+  if (absl::Status s = executor_.Run(bucket.schedule,
+                                     MutableBuffer(std::as_writable_bytes(std::span(halves_))),
+                                     DataType::kFloat16, ReduceOp::kSum);
+      !s.ok()) {
+    return s;
+  }
+  FromHalf(halves_, slice);
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceSync::GatherTopK(Bucket& bucket, std::span<float> slice) {
   const auto world = static_cast<std::size_t>(transport_.world_size());
   const std::span<std::byte> all(gathered_.data(), bucket.chunk_bytes * world);
   const auto chunk = [&](std::size_t rank) {
@@ -100,12 +113,6 @@ absl::Status AllReduceSync::GatherCompressed(Bucket& bucket, std::span<float> sl
 
 void AllReduceSync::Pack(Bucket& bucket, std::span<const float> slice,
                          std::span<std::byte> chunk) {
-  if (bucket.topk == nullptr) {  // fp16
-    halves_.assign(bucket.chunk_bytes / 2, 0);
-    ToHalf(slice, std::span(halves_).first(slice.size()));
-    std::memcpy(chunk.data(), halves_.data(), bucket.chunk_bytes);
-    return;
-  }
   const auto k = static_cast<std::size_t>(bucket.topk->k());
   indices_.resize(k);
   values_.resize(k);
@@ -116,12 +123,6 @@ void AllReduceSync::Pack(Bucket& bucket, std::span<const float> slice,
 
 void AllReduceSync::AddUnpacked(const Bucket& bucket, std::span<const std::byte> chunk,
                                 std::span<float> sum) {
-  if (bucket.topk == nullptr) {  // fp16
-    halves_.resize(bucket.chunk_bytes / 2);
-    std::memcpy(halves_.data(), chunk.data(), bucket.chunk_bytes);
-    AddHalves(std::span(halves_).first(sum.size()), sum);
-    return;
-  }
   const auto k = static_cast<std::size_t>(bucket.topk->k());
   indices_.resize(k);
   values_.resize(k);

@@ -11,18 +11,17 @@
 // Every rank runs the buckets in the same order, so the executor's message
 // tags still match, and the sums are the same as without overlap.
 //
-// Compression (compression.h) replaces a bucket's all-reduce by the
-// registry's all-gather of every rank's compressed bucket, which each rank
-// then sums in float32, in rank order (so every rank holds the same sum):
-//   fp16  each rank's bucket as halves: (N-1)·M/2 bytes in and out per rank.
-//         The executor reduces float32, float64 and int32 only; a ring or
-//         tree of halves would need a half-precision reduction inside it (a
-//         DataType of its own), so we gather instead of pretending: the bytes
-//         counted are the halves' own. Against ring's 2(N-1)/N·M per rank
-//         this halves the bytes at N = 2, equals them at N = 4 and loses
-//         beyond - what the rows then show.
-//   topk  each rank's k (index, value) pairs, 8 bytes each, with error
-//         feedback per bucket: (N-1)·8k bytes in and out per rank.
+// Compression (compression.h):
+//   fp16  each rank packs its bucket into halves and the bucket's own
+//         all-reduce (ring, tree, butterfly, ...) runs on them as
+//         DataType::kFloat16 with kSum: every hop widens to float, adds and
+//         rounds back to half (data_type.h), as NCCL does; the result is
+//         widened back to float32. The payload is the collective's closed
+//         form for M = 2 bytes an element, half of float32's.
+//   topk  the registry's all-gather of every rank's k (index, value) pairs,
+//         8 bytes each, with error feedback per bucket, which each rank then
+//         sums in float32, in rank order (so every rank holds the same sum):
+//         (N-1)·8k bytes in and out per rank.
 //
 // Thread-safety: one per worker, called from that worker's thread; with
 // overlap the transport is used by the communication thread only. Borrows
@@ -39,6 +38,7 @@
 #include <vector>
 
 #include "allreduce/collective.h"
+#include "allreduce/data_type.h"
 #include "allreduce/executor.h"
 #include "allreduce/schedule.h"
 #include "allreduce/transport/transport.h"
@@ -72,10 +72,11 @@ class AllReduceSync final : public GradientSync {
   struct Bucket {
     std::int64_t offset = 0;    // in floats
     std::int64_t elements = 0;  // floats
-    // Uncompressed: the all-reduce of the bucket's elements. Compressed: the
-    // all-gather of N chunks of chunk_bytes / 4 int32 elements each.
+    // Uncompressed and fp16: the all-reduce of the bucket's elements (floats
+    // or halves). Top-k: the all-gather of N chunks of chunk_bytes / 4 int32
+    // elements each.
     Schedule schedule;
-    std::size_t chunk_bytes = 0;              // one rank's compressed bucket
+    std::size_t chunk_bytes = 0;              // top-k: one rank's pairs
     std::unique_ptr<ErrorFeedbackTopK> topk;  // top-k only
   };
   AllReduceSync(Transport& transport, std::unique_ptr<Optimizer> optimizer,
@@ -85,12 +86,19 @@ class AllReduceSync final : public GradientSync {
         optimizer_(std::move(optimizer)),
         compression_(compression) {}
 
+  // What the buckets' all-reduces carry: halves with fp16, floats otherwise.
+  DataType ElementType() const {
+    return compression_.kind == CompressionConfig::Kind::kFp16 ? DataType::kFloat16
+                                                               : DataType::kFloat32;
+  }
   // The bucket at `offset` of `elements` floats, its schedule prepared.
   Bucket MakeBucket(const Collective& collective, std::int64_t offset, std::int64_t elements);
   absl::Status AllReduce(Bucket& bucket, std::span<float> gradient, std::uint64_t step);
-  // The compressed exchange of one bucket: all-gather, then the sum.
-  absl::Status GatherCompressed(Bucket& bucket, std::span<float> slice);
-  // This rank's compressed `slice` into `chunk`; a rank's `chunk` added to `sum`.
+  // fp16: `slice` to halves, their all-reduce, the sum back to floats.
+  absl::Status AllReduceHalves(const Bucket& bucket, std::span<float> slice);
+  // Top-k: all-gather every rank's pairs, then the sum.
+  absl::Status GatherTopK(Bucket& bucket, std::span<float> slice);
+  // This rank's top-k of `slice` into `chunk`; a rank's `chunk` added to `sum`.
   void Pack(Bucket& bucket, std::span<const float> slice, std::span<std::byte> chunk);
   void AddUnpacked(const Bucket& bucket, std::span<const std::byte> chunk, std::span<float> sum);
   // The communication thread: all-reduces each bucket once it is ready.
@@ -106,9 +114,9 @@ class AllReduceSync final : public GradientSync {
   const CompressionConfig compression_;
   std::vector<Bucket> buckets_;  // by offset
   // Compressed exchanges (one bucket at a time, on whichever thread runs
-  // them): every rank's chunks, and one chunk unpacked.
-  std::vector<std::byte> gathered_;
+  // them): fp16's halves; top-k's chunks of every rank, and one unpacked.
   std::vector<std::uint16_t> halves_;
+  std::vector<std::byte> gathered_;
   std::vector<std::uint32_t> indices_;
   std::vector<float> values_;
   double overlapped_seconds_ = 0;  // of the last step

@@ -57,9 +57,9 @@ void ToHalf(std::span<const float> values, std::span<std::uint16_t> out) {
   }
 }
 
-void AddHalves(std::span<const std::uint16_t> halves, std::span<float> sum) {
+void FromHalf(std::span<const std::uint16_t> halves, std::span<float> out) {
   for (std::size_t i = 0; i < halves.size(); ++i) {
-    sum[i] += static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(halves[i]));
+    out[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(halves[i]));
   }
 }
 

@@ -1,8 +1,10 @@
 // Gradient compression (--compress none|fp16|topk:RATIO), the pieces every
 // GradientSync shares:
 //   fp16  IEEE half precision (Eigen::half: round to nearest, ties to even):
-//         ToHalf packs a gradient for the wire, AddHalves sums one worker's
-//         halves into a float32 sum (the sum itself stays float32).
+//         ToHalf packs a gradient for the wire, FromHalf widens what came
+//         back. An all-reduce sums the halves as halves, inside its
+//         collective (DataType::kFloat16); the parameter server widens each
+//         push into its float32 sum.
 //   topk  the RATIO fraction of elements largest in magnitude, with error
 //         feedback (Seide et al. 2014, Stich et al. 2018): what a step does
 //         not send stays in a residual kept per worker and is added to the
@@ -40,8 +42,8 @@ absl::StatusOr<CompressionConfig> ParseCompression(std::string_view text);
 
 // out[i] = values[i] as IEEE half (bits); out.size() == values.size().
 void ToHalf(std::span<const float> values, std::span<std::uint16_t> out);
-// sum[i] += halves[i] as float; halves.size() == sum.size().
-void AddHalves(std::span<const std::uint16_t> halves, std::span<float> sum);
+// out[i] = halves[i] as float (exact); halves.size() == out.size().
+void FromHalf(std::span<const std::uint16_t> halves, std::span<float> out);
 // values[i] = values[i] rounded to the nearest half (what ToHalf sends).
 void RoundThroughHalf(std::span<float> values);
 

@@ -5,9 +5,11 @@
 //                  Executor over a Transport: sum, divide by N, then the
 //                  optimizer runs on every worker (all apply the same update
 //                  to the same parameters, so they stay equal).
-//   PsSync         the synchronous parameter server through PsClient: the
-//                  shards average the N gradients and run the optimizer, as
-//                  in the parameter-server papers.
+//   PsSync         the parameter server through PsClient: the shards
+//                  average the N gradients and run the optimizer, as in the
+//                  parameter-server papers; synchronous, or (--ps-mode)
+//                  asynchronous or bounded-staleness, where each push is
+//                  applied on its own (server/parameter_store.h).
 // The optimizer is the parameter server's own rule (common/optimizer.h) in
 // both, so the two kinds differ only in where the update is computed.
 //
@@ -37,7 +39,9 @@ class GradientSync {
 
   // `gradient` is this worker's gradient for `step` (steps count from 1); it
   // is used as scratch. On success `parameters` holds the parameters after
-  // the step, the same on every worker.
+  // the step, the same on every worker (in the parameter server's stale
+  // modes: the shards' current ones, with every worker's steps up to the
+  // staleness bound in them, so they may differ between workers).
   virtual absl::Status Step(std::uint64_t step, std::span<float> gradient,
                             std::span<float> parameters) = 0;
 

@@ -1,6 +1,14 @@
-// GradientSync through the synchronous parameter server (PsClient): every
-// worker pushes its gradient of a step, the shards average the N gradients
-// and apply the optimizer to their slices, and every worker pulls the result.
+// GradientSync through the parameter server (PsClient): every worker pushes
+// its gradient of a step, the shards average the N gradients and apply the
+// optimizer to their slices, and every worker pulls the result.
+//
+// Modes (PsMode, `testbed train --ps-mode`): sync, the above; async and
+// ssp:K, where the shards apply each push on its own, divided by N, as it
+// arrives, and a worker's pull of step t returns the current parameters once
+// every worker has pushed step t - K (never waiting, for async) and its own
+// push of step t is in them - no worker more than K steps ahead of the
+// slowest (server/parameter_store.h states the rule). Their results depend on
+// the order pushes arrive in, so they are not bit-reproducible.
 //
 // The shards' parameters start at zero (server/parameter_store.h), so they
 // hold the displacement from the initial parameters, which every worker
@@ -9,17 +17,24 @@
 // the displacement follows exactly the rule a server holding the parameters
 // would apply.
 //
-// Compression: the shard takes dense float32 pushes only (parameter_store.h),
-// so PsSync pushes what it can take - the compressed gradient, decoded: fp16
-// rounds each element to the nearest half, top-k zeroes all but the k largest
-// (error feedback keeps the rest for the next step). The updates are those
-// of the compressed scheme; the bytes are not smaller, and the rows say so.
+// Compression. fp16: the tensor is declared with the FP16 push encoding
+// (proto/parameter_server.proto), so PsClient pushes IEEE halves - half the
+// bytes - and the shard widens each chunk to float32 as it arrives: its sums
+// are those of the half-rounded gradients, the same numbers RoundThroughHalf
+// gives. top-k: PsSync zeroes all but the k largest (error feedback keeps
+// the rest for the next step) and declares the SPARSE push encoding, so
+// PsClient pushes only the non-zeros as (index, value) pairs, 8 bytes each,
+// and the shard scatters them into zeroed chunks: the same sums as the dense
+// push, in 8k bytes instead of 4M (more than dense above k = M/2). Either
+// way pulls stay float32 parameters: the shard serves parameters, not
+// gradients, and keeps them at full precision.
 //
 // Thread-safety: one per worker; borrows the client, which must outlive it.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "worker/ps_client.h"
@@ -27,6 +42,17 @@
 #include "worker/train/gradient_sync.h"
 
 namespace testbed {
+
+// The parameter server's consistency for a training run.
+struct PsMode {
+  proto::TensorSpec::Consistency consistency = proto::TensorSpec::SYNCHRONOUS;
+  std::uint32_t staleness = 0;  // K, for BOUNDED_STALENESS
+  // "sync", "async" or "ssp:K": what ParsePsMode reads.
+  std::string Name() const;
+};
+// Reads "sync", "async" or "ssp:K" (K a whole number of steps, 0 to 2^31);
+// anything else is refused in one line that lists them.
+absl::StatusOr<PsMode> ParsePsMode(std::string_view text);
 
 class PsSync final : public GradientSync {
  public:
@@ -36,7 +62,8 @@ class PsSync final : public GradientSync {
                                                         std::uint32_t worker, int workers,
                                                         std::span<const float> initial,
                                                         const proto::Optimizer& optimizer,
-                                                        CompressionConfig compression = {});
+                                                        CompressionConfig compression = {},
+                                                        PsMode mode = {});
 
   absl::Status Step(std::uint64_t step, std::span<float> gradient,
                     std::span<float> parameters) override;
@@ -51,7 +78,8 @@ class PsSync final : public GradientSync {
         initial_(initial.begin(), initial.end()),
         compression_(compression) {}
 
-  // `gradient` as the compressed scheme delivers it, in place.
+  // `gradient` as the compressed scheme delivers it to the push, in place
+  // (top-k; fp16 is the push encoding's).
   void Compress(std::span<float> gradient);
 
   PsClient& client_;
