@@ -18,7 +18,7 @@
 #include "experiments/results/table.h"
 #include "experiments/cli/trace_command.h"
 #include "experiments/cli/traffic_command.h"
-#include "experiments/cli/train_command.h"
+#include "experiments/cli/train_sweep.h"
 #include "proto/training.pb.h"
 
 namespace testbed {

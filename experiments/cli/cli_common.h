@@ -52,7 +52,7 @@ CLI::Validator StatusValidator(absl::StatusOr<T> (*parse)(std::string_view), con
 inline CLI::Validator ByteSizeValidator() { return StatusValidator(&ParseByteSize, "SIZE"); }
 
 inline CLI::Validator DataTypeValidator() {
-  return CLI::IsMember({"float32", "float64", "int32"});
+  return CLI::IsMember({"float32", "float64", "int32", "float16"});
 }
 
 // The -n/--workers and -b/--bytes options of the commands that read schedules

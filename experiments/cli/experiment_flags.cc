@@ -1,11 +1,6 @@
 #include "experiments/cli/experiment_flags.h"
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
-
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -13,29 +8,11 @@
 #include "allreduce/memory.h"
 #include "common/byte_size.h"
 #include "experiments/cli/cli_common.h"
+#include "experiments/cli/spec_file.h"
 #include "common/link_units.h"
 #include "proto/spec.h"
 
 namespace testbed {
-namespace {
-
-// Collects the parser's complaints with their positions (1-based for people).
-class SpecErrors : public google::protobuf::io::ErrorCollector {
- public:
-  explicit SpecErrors(std::string path) : path_(std::move(path)) {}
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (!text_.empty()) text_ += "\n";
-    text_ += absl::StrCat(path_, ":", line + 1, ":", column + 1, ": ", message);
-  }
-  const std::string& text() const { return text_; }
-
- private:
-  std::string path_;
-  std::string text_;
-};
-
-}  // namespace
 
 std::vector<std::string> DefaultAlgorithms() {
   std::vector<std::string> names;
@@ -114,9 +91,10 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("--segment", f.segment,
                  "Pipelining of the scheduled collectives: off (whole steps, round by round), "
                  "auto (by message size), or SIZE: each step's message cut into segments of at "
-                 "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB)")
-      ->check(StatusValidator(&ParseSegmentFlag, "SIZE|auto|off"))
-      ->capture_default_str();
+                 "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB). "
+                 "Default: off for host memory; staged device memory is cut into M/16 "
+                 "within 256KiB-4MiB, so its copies overlap the transfers")
+      ->check(StatusValidator(&ParseSegmentFlag, "SIZE|auto|off"));
   cmd.add_option("--memory", f.memory,
                  "Where each rank's vector lives: host; pinned or cuda (a build with CUDA, on "
                  "a machine with a GPU; rank r uses GPU r mod the GPUs; device memory is staged "
@@ -227,18 +205,8 @@ absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text)
 }
 
 absl::StatusOr<proto::ExperimentSpec> ReadSpecFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read spec file ", path));
-  std::stringstream text;
-  text << in.rdbuf();
   proto::ExperimentSpec spec;
-  google::protobuf::TextFormat::Parser parser;
-  SpecErrors errors(path);
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text.str(), &spec)) {
-    return absl::InvalidArgumentError(errors.text().empty() ? path + ": not a valid spec"
-                                                            : errors.text());
-  }
+  if (absl::Status st = ReadSpecFileInto(path, spec, "spec"); !st.ok()) return st;
   return spec;
 }
 
@@ -282,7 +250,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--network")) spec.set_network(f.network);
   if (given("--link-rate")) spec.set_link_rate(f.link_rate);
   if (given("--alpha")) spec.set_model_alpha(f.alpha);
-  if (given("--segment")) spec.set_segment(f.segment == "off" ? "" : f.segment);
+  if (given("--segment")) spec.set_segment(f.segment);
   if (given("--memory")) spec.set_memory(f.memory);
   if (given("--gpu-path")) spec.set_gpu_path(f.gpu_path);
   if (spec.network().empty()) spec.set_network("loopback");

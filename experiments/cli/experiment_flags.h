@@ -39,7 +39,7 @@ struct ExperimentFlags {
   std::string network = "loopback";  // or "netns"
   std::string link_rate;             // netns: each node's link, e.g. "1gbit"
   std::string alpha = "50us";        // the model's latency per round
-  std::string segment = "off";       // pipelining: off, auto or a size per segment
+  std::string segment;               // pipelining: off, auto or a size; "" by memory
   std::string memory = "host";       // where each rank's vector lives
   std::string gpu_path = "auto";     // how device memory meets UCX: auto, direct, staged
   std::vector<std::string> tuning;   // auto: results files to fit from (else calibrate)

@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -21,6 +19,8 @@
 #include "experiments/results/course_table.h"
 #include "common/link_units.h"
 #include "experiments/cluster/local_cluster.h"
+#include "experiments/cluster/log_folder.h"
+#include "experiments/cluster/lost_daemon_watchdog.h"
 #include "experiments/cluster/netns_fabric.h"
 #include "proto/spec.h"
 #include "common/signal_waiter.h"
@@ -28,7 +28,6 @@
 #include "experiments/cli/submission.h"
 
 namespace testbed {
-namespace fs = std::filesystem;
 
 CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
   CLI::App* cmd = app.add_subcommand(
@@ -101,27 +100,13 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
 
   // A daemon that dies on its own: give the coordinator time to name the lost
   // rank, then stop waiting for it.
-  std::atomic<bool> finished{false};
-  std::thread watchdog([&] {
-    std::chrono::steady_clock::time_point first_exit{};
-    while (!finished) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (c.UnexpectedExits().empty()) continue;
-      if (first_exit == std::chrono::steady_clock::time_point{}) {
-        first_exit = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - first_exit > std::chrono::seconds(15)) {
-        interrupter.CancelCurrent();
-        return;
-      }
-    }
-  });
+  LostDaemonWatchdog watchdog(c, [&] { interrupter.CancelCurrent(); });
   const absl::Status status =
       SubmitAndRecord(options.experiment, spec,
                       {c.coordinator(), credentials, tls, /*wait_for_workers_s=*/30, deployment},
                       interrupter, sink);
   int code = ExitCode(status, interrupter);
-  finished = true;
-  watchdog.join();
+  watchdog.Stop();
   if (code == 1) {
     // The workers of a failed experiment exit on their own, naming the lost
     // rank in their logs; let them, so their exits are reported, not our
@@ -129,11 +114,12 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
     // They do so within moments of each other; a worker that has not one
     // second after the last exit is hung (or was never in the experiment: a
     // refused submission, a results file that filled up), and Stop() ends it.
+    // Workers only are counted: a killed server's exit is no worker's.
     auto quiet_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    std::size_t exited = c.UnexpectedExits().size();
+    std::size_t exited = c.ExitedWorkers();
     while (exited < c.worker_pids().size() && std::chrono::steady_clock::now() < quiet_until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (const std::size_t now = c.UnexpectedExits().size(); now > exited) {
+      if (const std::size_t now = c.ExitedWorkers(); now > exited) {
         exited = now;
         quiet_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       }
@@ -189,18 +175,12 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
   setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
   setenv("TESTBED_TOKEN", credentials.token.c_str(), 1);
 
-  const bool own_logs = options.log_dir.empty();
-  std::string log_dir = options.log_dir;
-  if (own_logs) {
-    std::string pattern = (fs::temp_directory_path() / "testbed-local-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      std::cerr << "error: cannot create a log folder under /tmp\n";
-      return 1;
-    }
-    log_dir = pattern;
-  } else {
-    fs::create_directories(log_dir);
+  const absl::StatusOr<LogFolder> logs = LogFolder::Open(options.log_dir, "testbed-local");
+  if (!logs.ok()) {
+    std::cerr << "error: " << logs.status().message() << "\n";
+    return 1;
   }
+  const std::string& log_dir = logs->path();
 
   Interrupter interrupter;
   SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
@@ -225,11 +205,7 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
       std::cerr << "warning: no course table: " << st.message() << "\n";
     }
   }
-  if (code == 0 && own_logs && !options.keep_logs) {
-    fs::remove_all(log_dir);
-  } else if (code != 0) {
-    std::cerr << "testbed local: the daemons' logs are in " << log_dir << "\n";
-  }
+  logs->Finish(code == 0, options.keep_logs, std::cerr, "testbed local");
   return code;
 }
 

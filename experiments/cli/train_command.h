@@ -2,33 +2,28 @@
 // gradients synchronised through the parameter server or any scheduled
 // all-reduce of the registry. Progress on stderr, one JSON line per
 // TrainingRow (proto/training.proto) in --out, a summary on stdout.
+//
+// One spelling of the setup: the flags fill a TrainingSpec (or override the
+// one --spec reads), and every deployment runs from that spec - the threads
+// of this process (local, the default), testbed-worker daemons it starts
+// (local with --network loopback or netns), or daemons already deployed
+// (run --coordinator). A spec's sweep axes run as their cross-product.
+//
+// This file wires the pieces together: the flags and the spec they make
+// (train_flags.h), the sweep and its rows (train_sweep.h, train_output.h),
+// the daemons (train_daemons.h).
 #pragma once
 
 #include <ostream>
-#include <string>
-#include <vector>
 
-#include <CLI/CLI.hpp>
-
-#include "experiments/cluster/local_training.h"
+#include "experiments/cli/train_flags.h"
 
 namespace testbed {
 
-struct TrainOptions {
-  std::string deployment = "local";
-  std::vector<int> workers = {2};  // several: a sweep over N, one run each, ascending
-  LocalTrainingOptions run;        // its `workers` is set per run
-  double bucket_mb = 0;  // into run.bucket_bytes
-  std::string data_dir;  // the Fashion-MNIST files; default: Debian's folder
-  std::string out;       // JSON lines; none if empty
-};
-
-CLI::App* AddTrainCommand(CLI::App& app, TrainOptions& options);
-
-// Sets `row`'s speedup and scaling_efficiency against `one_worker`, the RUN
-// row of the same sweep at N = 1 (nothing when either has no throughput).
-void SetScaling(const proto::TrainingRow& one_worker, proto::TrainingRow& row);
-
+// Trains what `options` say. The exit code: 0; 2 when the command line, the
+// spec, TLS or the credentials are refused before any run; 1 when a run (or
+// what it needs: the data, --out, the log folder) fails; kInterrupted on
+// Ctrl-C.
 int RunTrain(const TrainOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace testbed

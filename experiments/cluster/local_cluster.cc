@@ -243,6 +243,14 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::WaitForShards(
   return addresses;
 }
 
+std::size_t LocalCluster::ExitedWorkers() const {
+  std::lock_guard lock(mu_);
+  if (stopping_) return 0;
+  std::size_t exited = 0;
+  for (std::size_t i = servers_; i < children_.size(); ++i) exited += children_[i].exited;
+  return exited;
+}
+
 std::vector<std::string> LocalCluster::UnexpectedExits() const {
   std::lock_guard lock(mu_);
   std::vector<std::string> exits;

@@ -58,6 +58,8 @@ class LocalCluster {
   // Daemons that ended on their own so far, described ("testbed-worker 2
   // (pid 123) was killed by signal 9").
   std::vector<std::string> UnexpectedExits() const;
+  // How many of the workers (servers not counted) have ended on their own.
+  std::size_t ExitedWorkers() const;
 
   // SIGTERM to every daemon still running, SIGKILL to those alive 5 s later,
   // all reaped. Idempotent.

@@ -14,6 +14,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/transport/ucx_transport.h"
 #include "experiments/cluster/local_cluster.h"
+#include "experiments/cluster/log_folder.h"
 #include "worker/ps_client.h"
 #include "worker/train/allreduce_sync.h"
 #include "worker/train/ps_sync.h"
@@ -36,55 +37,27 @@ Credentials NewJobCredentials() {
 }
 
 // What one worker thread synchronises through, made on its own thread.
-using SyncFactory =
+using RankSyncFactory =
     std::function<absl::StatusOr<std::unique_ptr<GradientSync>>(int rank, WorkerTrainer& trainer)>;
-
-proto::TrainingRow Header(const LocalTrainingOptions& options, const Dataset& train,
-                          const CompressionConfig& compression) {
-  proto::TrainingRow header;
-  header.set_sync(options.sync);
-  header.set_workers(static_cast<std::uint32_t>(options.workers));
-  header.set_deployment(options.sync == "ps" ? "local-threads+server-daemons" : "local-threads");
-  if (options.sync == "ps") header.set_servers(static_cast<std::uint32_t>(options.servers));
-  for (int size : WorkerTrainer::LayerSizes(options.train, train)) header.add_layer_sizes(size);
-  header.set_parameters(Mlp(WorkerTrainer::LayerSizes(options.train, train)).parameter_count());
-  header.set_compress(compression.Name());
-  header.set_dense_gradient_bytes(4 * static_cast<std::uint64_t>(header.parameters()));
-  header.set_lr_scaling(options.train.lr_scaling);
-  header.set_warmup_steps(static_cast<std::uint32_t>(options.train.warmup_steps));
-  header.set_batch_per_worker(static_cast<std::uint32_t>(options.train.batch));
-  header.set_optimizer(options.train.optimizer);
-  header.set_learning_rate(options.train.learning_rate);
-  header.set_seed(options.train.seed);
-  header.set_bucket_bytes(options.bucket_bytes);
-  header.set_overlap(options.overlap);
-  return header;
-}
 
 // Runs every worker on its own thread. `on_exit` runs on each worker's
 // thread once its GradientSync is gone, with how the worker ended: ranks end
 // concurrently (a UCX transport's teardown needs its peers to progress), and
 // a failed worker can stop the others from waiting for it.
 absl::Status RunWorkers(const LocalTrainingOptions& options, const TrainTestSplit& data,
-                        const TrainingRowSink& sink, const SyncFactory& make_sync,
+                        const TrainingRowSink& sink, const RankSyncFactory& make_sync,
                         const std::function<void(int rank, const absl::Status&)>& on_exit) {
-  const proto::TrainingRow header =
-      Header(options, data.train, *ParseCompression(options.compress));
+  const proto::TrainingRow header = TrainingHeader(
+      options, data.train,
+      options.sync == "ps" ? "local-threads+server-daemons" : "local-threads");
   std::mutex mu;
   absl::Status first_error;  // guarded by mu
   std::vector<std::thread> threads;
   for (int rank = 0; rank < options.workers; ++rank) {
     threads.emplace_back([&, rank] {
-      absl::Status status;
-      {
-        WorkerTrainer trainer(options.train, data.train, rank, options.workers);
-        absl::StatusOr<std::unique_ptr<GradientSync>> sync = make_sync(rank, trainer);
-        status = sync.status();
-        if (status.ok()) {
-          status = RunTraining(trainer, **sync, data.train, rank == 0 ? &data.test : nullptr,
-                               options.report, header, sink);
-        }
-      }
+      const absl::Status status = TrainRank(
+          options, data, rank, header,
+          [&](WorkerTrainer& trainer) { return make_sync(rank, trainer); }, sink);
       if (!status.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.ok()) {
@@ -106,11 +79,9 @@ class ServerDaemons {
  public:
   static absl::StatusOr<std::unique_ptr<ServerDaemons>> Start(int servers) {
     std::unique_ptr<ServerDaemons> daemons(new ServerDaemons());
-    std::string pattern = (fs::temp_directory_path() / "testbed-train-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return absl::PermissionDeniedError("cannot create a log folder under the temp folder");
-    }
-    daemons->log_dir_ = pattern;
+    absl::StatusOr<LogFolder> logs = LogFolder::Open("", "testbed-train");
+    if (!logs.ok()) return logs.status();
+    daemons->log_dir_ = logs->path();
     LocalClusterOptions options;
     options.workers = 0;
     options.servers = servers;
@@ -160,9 +131,7 @@ class ServerDaemons {
 };
 
 absl::Status RunOverParameterServer(const LocalTrainingOptions& options,
-                                    const TrainTestSplit& data, const TrainingRowSink& sink,
-                                    const proto::Optimizer& optimizer,
-                                    const CompressionConfig& compression) {
+                                    const TrainTestSplit& data, const TrainingRowSink& sink) {
   if (options.servers < 1) return absl::InvalidArgumentError("--servers must be at least 1");
   absl::StatusOr<std::unique_ptr<ServerDaemons>> daemons = ServerDaemons::Start(options.servers);
   if (!daemons.ok()) return daemons.status();
@@ -173,11 +142,8 @@ absl::Status RunOverParameterServer(const LocalTrainingOptions& options,
       [&](int rank, WorkerTrainer& trainer) -> absl::StatusOr<std::unique_ptr<GradientSync>> {
         clients[rank] =
             std::make_unique<PsClient>(servers.shards(), servers.credentials(), kCallTimeout);
-        absl::StatusOr<std::unique_ptr<PsSync>> sync =
-            PsSync::Create(*clients[rank], "train/parameters", static_cast<std::uint32_t>(rank),
-                           options.workers, trainer.parameters(), optimizer, compression);
-        if (!sync.ok()) return sync.status();
-        return std::unique_ptr<GradientSync>(*std::move(sync));
+        return MakePsSync(options, *clients[rank], "train/parameters", rank,
+                          trainer.parameters());
       },
       [&](int, const absl::Status& status) {
         if (!status.ok()) servers.Stop();
@@ -190,8 +156,7 @@ absl::Status RunOverParameterServer(const LocalTrainingOptions& options,
 }
 
 absl::Status RunOverUcx(const LocalTrainingOptions& options, const TrainTestSplit& data,
-                        const TrainingRowSink& sink, const Collective& collective,
-                        const proto::Optimizer& optimizer, const CompressionConfig& compression) {
+                        const TrainingRowSink& sink) {
   std::vector<std::unique_ptr<UcxTransport>> transports;
   std::vector<std::vector<std::byte>> addresses;
   for (int rank = 0; rank < options.workers; ++rank) {
@@ -209,11 +174,7 @@ absl::Status RunOverUcx(const LocalTrainingOptions& options, const TrainTestSpli
   return RunWorkers(
       options, data, sink,
       [&](int rank, WorkerTrainer&) -> absl::StatusOr<std::unique_ptr<GradientSync>> {
-        absl::StatusOr<std::unique_ptr<AllReduceSync>> sync =
-            AllReduceSync::Create(collective, *transports[rank], count, options.bucket_bytes,
-                                  optimizer, options.overlap, compression);
-        if (!sync.ok()) return sync.status();
-        return std::unique_ptr<GradientSync>(*std::move(sync));
+        return MakeAllReduceSync(options, *transports[rank], count);
       },
       // Each rank closes its own endpoints when it ends; a failed rank's
       // closing turns its peers' waits into "lost connection" errors at once
@@ -225,30 +186,22 @@ absl::Status RunOverUcx(const LocalTrainingOptions& options, const TrainTestSpli
 
 absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTestSplit& data,
                               const TrainingRowSink& sink) {
+  // The same checks a daemon makes of the spec it is handed.
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be at least 1");
-  absl::StatusOr<proto::Optimizer> optimizer = TrainingOptimizer(options.train, options.workers);
-  if (!optimizer.ok()) return optimizer.status();
-  absl::StatusOr<CompressionConfig> compression = ParseCompression(options.compress);
-  if (!compression.ok()) return compression.status();
+  if (options.sync == "ps" && options.servers < 1) {
+    return absl::InvalidArgumentError("--servers must be at least 1");
+  }
+  if (absl::StatusOr<TrainingSetup> checked = TrainingSetupFromSpec(TrainingSpecOf(options));
+      !checked.ok()) {
+    return checked.status();
+  }
   if (std::int64_t{options.workers} * options.train.batch > data.train.samples()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the global batch (workers x batch = ", options.workers * options.train.batch,
                      ") is larger than the training set (", data.train.samples(), " samples)"));
   }
-  if (options.sync == "ps") {
-    if (options.overlap) {
-      return absl::InvalidArgumentError(
-          "--overlap needs an all-reduce: the ps sync has no buckets yet");
-    }
-    return RunOverParameterServer(options, data, sink, *optimizer, *compression);
-  }
-  const Collective* collective = FindCollective(options.sync, Kinds::kScheduledAllReduce);
-  if (collective == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown --sync '", options.sync, "' (choose from ps, ",
-        CollectiveNames(Kinds::kScheduledAllReduce), ")"));
-  }
-  return RunOverUcx(options, data, sink, *collective, *optimizer, *compression);
+  if (options.sync == "ps") return RunOverParameterServer(options, data, sink);
+  return RunOverUcx(options, data, sink);
 }
 
 }  // namespace testbed

@@ -4,9 +4,10 @@
 // memory) for the all-reduces, or through PsClient over gRPC on loopback to
 // S real testbed-server daemons for "ps" (LocalCluster without workers: the
 // coordinator and S-1 shards joined to it, a job id and token of their own,
-// every daemon ended by PID when the run ends). The workers are not yet
-// testbed-worker daemons: training inside them is a later step.
-//
+// every daemon ended by PID when the run ends). Each thread trains its rank
+// through TrainRank (worker/train/rank_training.h), as a testbed-worker
+// daemon does for the same spec on `--network loopback|netns` and `run`.
+
 // Thread-safety: RunLocalTraining owns its threads and joins them; `sink` is
 // called from worker 0's thread only.
 #pragma once
@@ -15,21 +16,12 @@
 
 #include "absl/status/status.h"
 #include "worker/train/dataset.h"
-#include "worker/train/training_loop.h"
-#include "worker/train/worker_trainer.h"
+#include "worker/train/rank_training.h"
 
 namespace testbed {
 
-struct LocalTrainingOptions {
-  int workers = 2;
-  int servers = 1;               // ps: testbed-server daemons, one shard each
-  std::string sync = "ring";     // "ps" or a scheduled all-reduce of the registry
-  std::size_t bucket_bytes = 0;  // all-reduce buckets; 0: one
-  bool overlap = false;          // all-reduce each bucket during backpropagation
-  std::string compress = "none"; // none, fp16, topk:RATIO (worker/train/compression.h)
-  TrainConfig train;
-  ReportConfig report;
-};
+// The thread deployment's options are a run's setup, nothing more.
+using LocalTrainingOptions = TrainingSetup;
 
 // Fails with the first worker's error, naming the worker.
 absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTestSplit& data,

@@ -18,11 +18,15 @@
 #   5 memcpy   cudaMemcpy host<->device, pageable and pinned, 4 KiB-256 MiB
 #                                                        memcpy_bandwidth.jsonl
 #   6 exact    every all-reduce and ps x N in {2,3,4} x float32, float64,
-#              int32 x sum, min, max (ps: sum only) x {staged, direct}, on
+#              int32, float16 x sum, min, max (ps: sum, and not float16) x
+#              {staged, direct}, on
 #              1,000,003 elements of cuda memory, checked exact by testbed
 #              local                                     gpu_exact.jsonl, exact_*.{json,err}
-#   7 busbw    ring, 4 ranks on the GPU, 4 KiB-256 MiB: host, staged, direct
-#                                                        gpu_ring_busbw.jsonl, ring_*.{json,err}
+#   7 busbw    ring, 4 ranks on the GPU, 4 KiB-256 MiB: host, staged, direct;
+#              staged rows are pipelined in segments by default (their
+#              segment_bytes say which: StagedSegmentBytes), and a staged run
+#              in whole steps (spec segment "off", 1 MiB up) shows what the
+#              pipeline hides               gpu_ring_busbw.jsonl, ring_*.{json,err}
 # A direct run that UCX refuses (no CUDA memory) is recorded with its one-line
 # error and the check goes on; so is any failed run after step 3. Exit: 0 when
 # every step ran and every checked row is exact, 1 otherwise, 3 without a GPU.
@@ -141,11 +145,16 @@ timeout 90 "$bin/testbed-gpu-probe" memcpy > "$out/memcpy_bandwidth.jsonl" \
 
 step 6 exact
 for path in staged direct; do
-  for dtype in float32 float64 int32; do
-    [[ $dtype == float64 ]] && size=$((elements * 8)) || size=$((elements * 4))
+  for dtype in float32 float64 int32 float16; do
+    case $dtype in
+      float64) size=$((elements * 8)) ;;
+      float16) size=$((elements * 2)) ;;
+      *) size=$((elements * 4)) ;;
+    esac
     for op in sum min max; do
       algorithms=naive,ring,tree,butterfly,halving-doubling
-      [[ $op == sum ]] && algorithms+=,ps  # the parameter server sums only
+      # the parameter server sums only, and holds no float16 tensors
+      [[ $op == sum && $dtype != float16 ]] && algorithms+=,ps
       run "exact_${path}_${dtype}_${op}" 60 "$bin/testbed" local --workers 2,3,4 \
         --algorithms "$algorithms" --sizes "$size" --dtype "$dtype" --op "$op" --iters 1 \
         --warmup 0 --memory "$device_memory" --gpu-path "$path" --timeout 60 --format json \
@@ -166,6 +175,13 @@ for case in host:host:auto "staged:$device_memory:staged" "direct:$device_memory
     --sizes "4KiB:$max_size" --iters 5 --warmup 2 --memory "$memory" --gpu-path "$path" \
     --timeout 60 --format json --out "$out/gpu_ring_busbw.jsonl"
 done
+# Whole steps, staged: the flags' --segment off means "not given" (staged
+# memory is then segmented), so a spec file says "off" for it.
+echo 'segment: "off"' > "$out/whole_steps.textproto"
+run ring_staged_whole_steps 60 "$bin/testbed" local --spec "$out/whole_steps.textproto" \
+  --workers 4 --algorithms ring --sizes "1MiB:$max_size" --iters 5 --warmup 2 \
+  --memory "$device_memory" --gpu-path staged --timeout 60 --format json \
+  --out "$out/gpu_ring_busbw.jsonl"
 
 note "== done at +$(( $(date +%s) - started )) s, $failures failed steps or runs; files in $out"
 [[ $failures -eq 0 ]]

@@ -1,14 +1,14 @@
 #include "experiments/results/result_row.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
+#include <functional>
 #include <optional>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "experiments/results/json_lines.h"
 #include "allreduce/data_type.h"
 
 namespace testbed {
@@ -50,25 +50,6 @@ Cell ScalarCell(const proto::ResultRow& row, const Reflection& r, const FieldDes
     case FieldDescriptor::CPPTYPE_STRING: return r.GetString(row, f);
     default: return std::string();  // enums and messages: none in a row
   }
-}
-
-// getline with a bound: false at end of input; `too_long` when a line passes
-// `limit` (the rest of the input is left unread).
-bool BoundedGetline(std::istream& in, std::string& line, std::size_t limit, bool& too_long) {
-  line.clear();
-  too_long = false;
-  char c;
-  bool any = false;
-  while (in.get(c)) {
-    any = true;
-    if (c == '\n') return true;
-    if (line.size() == limit) {
-      too_long = true;
-      return true;
-    }
-    line += c;
-  }
-  return any;
 }
 
 }  // namespace
@@ -125,53 +106,45 @@ std::string ResultRecordJson(const proto::ResultRow& row) {
   return JsonObject(columns, cells);
 }
 
-absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in) {
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  std::vector<proto::ResultRow> rows;
-  std::string line;
-  bool too_long = false;
-  for (int number = 1; BoundedGetline(in, line, kMaxResultsLineBytes, too_long); ++number) {
-    const std::string where = absl::StrCat("line ", number, ": ");
-    if (too_long) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "longer than ", kMaxResultsLineBytes, " bytes: not a results file"));
-    }
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+namespace {
+
+// Keeps the "result" records of a results file's lines in `rows`.
+std::function<absl::Status(const std::string&)> KeepResultRecords(
+    std::vector<proto::ResultRow>& rows) {
+  return [&rows](const std::string& line) -> absl::Status {
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
     proto::ResultsRecordKind kind;
     if (auto st = google::protobuf::util::JsonStringToMessage(line, &kind, options); !st.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, st.message().as_string()));
+      return absl::InvalidArgumentError(st.message().as_string());
     }
-    if (kind.record() != "result") continue;
+    if (kind.record() != "result") return absl::OkStatus();
     proto::ResultRow row;
     if (auto st = google::protobuf::util::JsonStringToMessage(line, &row, options); !st.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, st.message().as_string()));
+      return absl::InvalidArgumentError(st.message().as_string());
     }
     if (row.algorithm().empty() || row.workers() < 1 || row.bytes() < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "a result needs an algorithm, workers >= 1 and bytes >= 0"));
+          "a result needs an algorithm, workers >= 1 and bytes >= 0");
     }
     rows.push_back(std::move(row));
-  }
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in) {
+  std::vector<proto::ResultRow> rows;
+  if (absl::Status st = ForEachJsonLine(in, KeepResultRecords(rows)); !st.ok()) return st;
   return rows;
 }
 
 absl::StatusOr<std::vector<proto::ResultRow>> ReadResultsFiles(
     const std::vector<std::string>& files) {
   std::vector<proto::ResultRow> rows;
-  for (const std::string& file : files) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(file, error)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file, ": not a regular file (results files are JSON lines on disk)"));
-    }
-    std::ifstream in(file);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", file));
-    auto read = ReadResultRows(in);
-    if (!read.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(file, ": ", read.status().message()));
-    }
-    rows.insert(rows.end(), read->begin(), read->end());
+  if (absl::Status st = ForEachJsonLineOfFiles(files, KeepResultRecords(rows)); !st.ok()) {
+    return st;
   }
   return rows;
 }

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "allreduce/cost_model.h"
+#include "experiments/results/json_lines.h"  // kMaxResultsLineBytes
 #include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
 
@@ -33,14 +34,10 @@ absl::StatusOr<CostEstimate> EstimateRow(const proto::ResultRow& row, const Link
 // A results-file line of the "result" kind, as JSON (no newline).
 std::string ResultRecordJson(const proto::ResultRow& row);
 
-// The longest line a results reader accepts: a row with per-rank lists for
-// 1024 ranks is under 64 KiB. Longer input is refused, never buffered whole.
-inline constexpr std::size_t kMaxResultsLineBytes = std::size_t{1} << 20;
-
 // The "result" records of JSON lines; other records and blank lines are
 // skipped, unknown fields ignored (files from newer builds still read). A
 // record without algorithm, workers >= 1 or bytes, a malformed line or one
-// over kMaxResultsLineBytes fails with its line number.
+// over kMaxResultsLineBytes (json_lines.h) fails with its line number.
 absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in);
 
 // The result records of several files, in order; errors name the file. Only

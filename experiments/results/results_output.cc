@@ -39,7 +39,7 @@ std::vector<std::string> TableColumns(const std::vector<proto::ResultRow>& rows)
   columns.insert(columns.end(), {"theory_bytes_total", "wrong"});
   if (any_ps) columns.insert(columns.end(), {"servers", "shard_payload_bytes"});
   if (any_segment) columns.push_back("segment_bytes");
-  if (any_device) columns.insert(columns.end(), {"memory", "gpu_path"});
+  if (any_device) columns.insert(columns.end(), {"memory", "gpu_path", "staged_bytes_total"});
   columns.push_back("transport");
   if (any_chosen) columns.push_back("chosen_by");  // long: last
   return columns;

@@ -178,6 +178,33 @@ TEST(LocalCollectives, EveryCollectiveRunsExactWithItsBusFactor) {
   std::filesystem::remove_all(dir);
 }
 
+// --dtype float16 over UCX: every all-reduce exact (inputs whose sums are
+// integers a half holds) and moving its closed form for 2-byte elements
+// (2002 bytes: 1001 halves; ring at N = 3 moves 2(N-1)M = 8008).
+TEST(LocalFloat16, EveryAllReduceIsExactAtTwoBytesAnElement) {
+  const std::string dir = TempDir("float16");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--workers", "3", "--algorithms",
+                          "naive,ring,tree,butterfly,halving-doubling", "--sizes", "2002",
+                          "--dtype", "float16", "--iters", "2", "--warmup", "0", "--format",
+                          "json"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(2));
+  ASSERT_TRUE(status.has_value()) << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 5u) << testbed.Stdout();
+  for (const std::string& row : rows) {
+    SCOPED_TRACE(row);
+    EXPECT_EQ(JsonField(row, "wrong"), "0");
+    EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    if (JsonField(row, "algorithm") == "ring") {
+      EXPECT_EQ(JsonField(row, "theory_bytes_total"), "8008");
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // A results file that cannot take the rows fails the run at once, with the
 // path and the system's reason, and leaves no course table behind.
 // --algorithms auto: a calibration run first, then per size the algorithm the

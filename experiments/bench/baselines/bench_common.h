@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -142,6 +143,15 @@ inline double MinorFaults() {
   return static_cast<double>(usage.ru_minflt);
 }
 
+// The nearest-rank percentile q of `times` (sorted): the smallest time at
+// least a fraction q of iterations reach - the testbed's rows use the same
+// rule (server/result_aggregator.cc), so medians compare like with like.
+inline double NearestRank(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
 // One JSON object on one line. `slowest_us[i]` is iteration i's time on its
 // slowest rank; `faults_per_iter` is the largest over ranks of the minor page
 // faults per timed iteration (barrier included; 0 when buffers are reused).
@@ -150,23 +160,23 @@ inline void PrintResult(const char* baseline, const char* algorithm,
                         std::int64_t bytes,
                         const std::vector<double>& slowest_us,
                         std::int64_t wrong, double faults_per_iter) {
-  double sum = 0, lo = slowest_us.at(0), hi = slowest_us.at(0);
-  for (double t : slowest_us) {
-    sum += t;
-    lo = std::min(lo, t);
-    hi = std::max(hi, t);
-  }
-  const double avg = sum / static_cast<double>(slowest_us.size());
+  std::vector<double> sorted = slowest_us;
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0;
+  for (double t : sorted) sum += t;
+  const double avg = sum / static_cast<double>(sorted.size());
   const double algbw = static_cast<double>(bytes) / (avg * 1e-6) / 1e9;
   const double busbw = algbw * 2.0 * (workers - 1) / workers;
   std::printf(
       "{\"baseline\": \"%s\", \"algorithm\": \"%s\", \"transport\": \"%s\", "
       "\"workers\": %d, \"bytes\": %lld, \"iterations\": %zu, "
-      "\"time_us_avg\": %.3f, \"time_us_min\": %.3f, \"time_us_max\": %.3f, "
+      "\"time_us_avg\": %.3f, \"time_us_min\": %.3f, \"time_us_p50\": %.3f, "
+      "\"time_us_p99\": %.3f, \"time_us_max\": %.3f, "
       "\"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": %lld, "
       "\"page_faults_per_iter\": %.1f}\n",
       baseline, algorithm, options.transport.c_str(), workers,
-      static_cast<long long>(bytes), slowest_us.size(), avg, lo, hi, algbw,
+      static_cast<long long>(bytes), sorted.size(), avg, sorted.front(),
+      NearestRank(sorted, 0.5), NearestRank(sorted, 0.99), sorted.back(), algbw,
       busbw, static_cast<long long>(wrong), faults_per_iter);
   std::fflush(stdout);
 }

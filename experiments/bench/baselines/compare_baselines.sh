@@ -19,7 +19,9 @@
 #                           BUILD_DIR)
 #   --workers N             default 4
 #   --iters K, --warmup W   per size (default 20, 5)
-#   --min-bytes B, --max-bytes B   default 8, 16MiB (sizes double)
+#   --min-bytes B, --max-bytes B   default 8, 64MiB (sizes double)
+#   --segment S             the testbed runs' --segment: auto (default), off or
+#                           a size; the tables name it
 #   --out DIR               raw results (default results-baselines-DATE-TIME)
 #   --no-hugetlb            skip the OpenMPI runs with glibc.malloc.hugetlb=1
 #   --only LIST             comma list of: testbed,openmpi,gloo (default: all)
@@ -40,7 +42,8 @@ workers=4
 iters=20
 warmup=5
 min_bytes=8
-max_bytes=16MiB
+max_bytes=64MiB
+segment=auto
 out_dir=""
 hugetlb=1
 only="testbed,openmpi,gloo"
@@ -56,6 +59,7 @@ while (($#)); do
     --warmup) warmup=$2; shift 2 ;;
     --min-bytes) min_bytes=$2; shift 2 ;;
     --max-bytes) max_bytes=$2; shift 2 ;;
+    --segment) segment=$2; shift 2 ;;
     --out) out_dir=$2; shift 2 ;;
     --no-hugetlb) hugetlb=0; shift ;;
     --only) only=$2; shift 2 ;;
@@ -138,7 +142,7 @@ if want testbed; then
     shm_env=${TESTBED_SHM_ENV:-UCX_TLS=sm}
     local_args=(local --workers "$workers" --algorithms "ring,butterfly"
                 --sizes "$min_bytes:$max_bytes:x2" --iters "$iters"
-                --warmup "$warmup" --format json)
+                --warmup "$warmup" --segment "$segment" --format json)
   fi
 fi
 if want openmpi; then
@@ -229,10 +233,10 @@ done
 # --- tables -------------------------------------------------------------------
 notes+=("load average at start: $load_start; at end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)")
 printf '%s\n' "${notes[@]}" >"$out_dir/notes.txt"
-python3 - "$out_dir" "$workers" "$repeat" <<'PY' | tee "$out_dir/table.md"
+python3 - "$out_dir" "$workers" "$repeat" "$segment" <<'PY' | tee "$out_dir/table.md"
 import json, os, sys
 
-out_dir, workers, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out_dir, workers, repeat, segment = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 
 def records(label):
     """JSON objects from LABEL.jsonl (or LABEL.rK.jsonl, one per round):
@@ -315,7 +319,8 @@ print(f"## All-reduce, N = {workers}, float32 sum, loopback")
 print()
 print("Cells: average time per iteration (slowest rank) / busbw in GB/s "
       "(busbw = bytes/time · 2(N−1)/N, 1 GB = 1e9 B). '–' = not run."
-      + (f" Median over {repeat} interleaved runs." if repeat > 1 else ""))
+      + (f" Median over {repeat} interleaved runs." if repeat > 1 else "")
+      + f" testbed runs: --segment {segment}.")
 print()
 print("| size | " + " | ".join(name for name, _ in columns) + " |")
 print("|---:|" + "---:|" * len(columns))
@@ -340,35 +345,40 @@ for b in small:
         row.append(f"{a['time_us_avg'] / m['time_us_avg']:.2f}" if a and m else "–")
     print("| " + " | ".join(row) + " |")
 
-largest = max(sizes) if sizes else None
-if largest is not None:
+# The headline sizes: 16 MiB and above (the bandwidth regime), else the largest.
+headline = [b for b in sizes if b >= 16 << 20] or sizes[-1:]
+pairs = [
+    ("testbed ring UCX tcp vs OpenMPI tcp", columns[0][1], columns[1][1]),
+    ("testbed ring UCX tcp vs OpenMPI tcp + hugetlb", columns[0][1], columns[2][1]),
+    ("testbed ring UCX tcp vs Gloo AllreduceRingChunked", columns[0][1], columns[3][1]),
+    ("testbed ring UCX tcp vs Gloo AllreduceRing", columns[0][1], columns[4][1]),
+    ("testbed ring UCX shm vs OpenMPI shm", columns[5][1], columns[6][1]),
+    ("testbed ring UCX shm vs OpenMPI shm + hugetlb", columns[5][1], columns[7][1]),
+]
+for size in headline:
     print()
-    print(f"## Headline at {size_name(largest)}")
+    print(f"## Headline at {size_name(size)}")
     print()
-    def t(label_table):
-        r = label_table.get(largest)
-        return r["time_us_avg"] if r else None
-    pairs = [
-        ("testbed ring UCX tcp vs OpenMPI tcp", columns[0][1], columns[1][1]),
-        ("testbed ring UCX tcp vs OpenMPI tcp + hugetlb", columns[0][1], columns[2][1]),
-        ("testbed ring UCX tcp vs Gloo AllreduceRingChunked", columns[0][1], columns[3][1]),
-        ("testbed ring UCX tcp vs Gloo AllreduceRing", columns[0][1], columns[4][1]),
-        ("testbed ring UCX shm vs OpenMPI shm", columns[5][1], columns[6][1]),
-        ("testbed ring UCX shm vs OpenMPI shm + hugetlb", columns[5][1], columns[7][1]),
-    ]
+    print("speed-up = baseline time / testbed time, by the mean and by the median "
+          "(p50, nearest rank) of the per-iteration times of the run cited above.")
+    print()
     for label, table in (("OpenMPI tcp", columns[1][1]), ("OpenMPI tcp + hugetlb", columns[2][1]),
                          ("OpenMPI shm", columns[6][1]), ("OpenMPI shm + hugetlb", columns[7][1])):
-        r = table.get(largest)
+        r = table.get(size)
         if r and "page_faults_per_iter" in r:
             print(f"- {label}: {r['page_faults_per_iter']} minor page faults per iteration "
                   f"(busiest rank)")
     for name, ours, theirs in pairs:
-        a, m = t(ours), t(theirs)
-        if a and m:
-            print(f"- {name}: {fmt_us(a)} µs vs {fmt_us(m)} µs, "
-                  f"speed-up {m / a:.2f}x")
-        else:
+        a, m = ours.get(size), theirs.get(size)
+        if not (a and m):
             print(f"- {name}: " + ("no testbed result" if not a else "no baseline result"))
+            continue
+        text = (f"- {name}: mean {fmt_us(a['time_us_avg'])} µs vs {fmt_us(m['time_us_avg'])} µs, "
+                f"speed-up {m['time_us_avg'] / a['time_us_avg']:.2f}x")
+        if a.get("time_us_p50") and m.get("time_us_p50"):
+            text += (f"; median {fmt_us(a['time_us_p50'])} µs vs {fmt_us(m['time_us_p50'])} µs, "
+                     f"speed-up {m['time_us_p50'] / a['time_us_p50']:.2f}x")
+        print(text)
 
 notes = [n for n in open(os.path.join(out_dir, "notes.txt")).read().splitlines() if n]
 if notes:
