@@ -15,6 +15,7 @@ and, when the files hold more than one N:
                every N (log-log)
 and, from `testbed train --out` rows (proto/training.proto):
   train_accuracy   test accuracy against training time, one line per run
+  train_step_vs_n  mean step time against N, one line per scheme (sweeps over N)
   train_step_time  each run's mean step time: compute, exposed and hidden
                    communication
 One line or bar group per (algorithm, transport); when several files are given,
@@ -97,17 +98,41 @@ def read_training_rows(paths):
     return rows
 
 
-def training_key(row, many_files):
-    name = f"{row['sync']} N={row['workers']} {row['parameters']} params"
-    if row.get("servers"):
-        name += f" S={row['servers']}"
-    if row.get("compress", "none") != "none":
-        name += f" {row['compress']}"
-    if row.get("bucket_bytes"):
-        name += f" bucket {size_label(row['bucket_bytes'])}"
-    if row.get("overlap"):
-        name += " overlap"
+def training_scheme_name(row):
+    """The spec's scheme name, or the sync with its options and PS mode."""
+    if row.get("scheme"):
+        name = row["scheme"]
+    else:
+        name = row["sync"]
+        if row.get("servers") and row["sync"] == "ps":
+            name += f" S={row['servers']}"
+        if row.get("compress", "none") != "none":
+            name += f" {row['compress']}"
+        if row.get("bucket_bytes") and int(row["bucket_bytes"]):
+            name += f" bucket {size_label(int(row['bucket_bytes']))}"
+        if row.get("overlap"):
+            name += " overlap"
+    if row.get("ps_mode") and row["ps_mode"] != "sync":
+        name += f" {row['ps_mode']}"
+    return name
+
+
+def training_setting(row):
+    """What a run trained and over which link: the model, the link rate."""
+    setting = row["model"] if row.get("model") else f"{row['parameters']} params"
+    if row.get("link_rate"):
+        setting += f", {row['link_rate']}"
+    return setting
+
+
+def training_scheme(row, many_files):
+    """What a training run compared, less N: scheme, model, link (and file)."""
+    name = f"{training_scheme_name(row)}, {training_setting(row)}"
     return name + (f" [{row['_file']}]" if many_files else "")
+
+
+def training_key(row, many_files):
+    return f"{training_scheme(row, many_files)}, N={row['workers']}"
 
 
 def training_accuracy_plot(rows, many_files, out_dir, name):
@@ -148,6 +173,46 @@ def training_step_plot(rows, many_files, out_dir, name):
     ax.set_title("Step time: compute, then exposed communication (hidden ran during compute)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize="small")
+    save(fig, out_dir, name)
+
+
+def training_step_vs_n_plot(rows, many_files, out_dir, name):
+    """Mean step time of each run's last reporting interval (its steady state,
+    as testbed report's table) against N: one panel per model and link, one
+    line per scheme (training_tradeoffs)."""
+    panels = defaultdict(lambda: defaultdict(dict))
+    last_step = {}
+    for r in rows:
+        if r["kind"] != "PROGRESS":
+            continue
+        line = training_scheme_name(r) + (f" [{r['_file']}]" if many_files else "")
+        key = (training_setting(r), line, int(r["workers"]))
+        if r["step"] >= last_step.get(key, -1):
+            last_step[key] = r["step"]
+            panels[key[0]][line][key[2]] = 1e3 * r.get("step_seconds", 0)
+    panels = {setting: {k: v for k, v in lines.items() if len(v) > 1}
+              for setting, lines in panels.items()}
+    panels = {setting: lines for setting, lines in panels.items() if lines}
+    if not panels:
+        return
+    columns = min(2, len(panels))
+    rows_of_panels = (len(panels) + columns - 1) // columns
+    fig, axes = plt.subplots(rows_of_panels, columns, squeeze=False,
+                             figsize=(6 * columns, 4 * rows_of_panels))
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, setting in zip(axes.flat, sorted(panels)):
+        for key in sorted(panels[setting]):
+            ns = sorted(panels[setting][key])
+            ax.plot(ns, [panels[setting][key][n] for n in ns], marker="o", markersize=4, label=key)
+        ax.set_title(setting, fontsize="medium")
+        ax.set_xlabel("workers N")
+        ax.set_ylabel("mean step time, last interval (ms)")
+        ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="x-small")
+    fig.suptitle("Training step time against N, per scheme")
+    fig.tight_layout()
     save(fig, out_dir, name)
 
 
@@ -308,6 +373,7 @@ def main():
     many_files = len(args.files) > 1
     training_accuracy_plot(training, many_files, args.out, "train_accuracy")
     training_step_plot(training, many_files, args.out, "train_step_time")
+    training_step_vs_n_plot(training, many_files, args.out, "train_step_vs_n")
     by_workers = defaultdict(lambda: defaultdict(list))
     for row in rows:
         by_workers[int(row["workers"])][series_key(row, many_files)].append(row)

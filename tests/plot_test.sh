@@ -33,8 +33,18 @@ for sync in ps ring; do
   done
   echo "{\"kind\": \"RUN\", \"sync\": \"$sync\", \"workers\": 2, \"parameters\": \"101770\", \"bucket_bytes\": \"1048576\", \"overlap\": true, \"step\": \"200\", \"compute_seconds\": 0.001, \"communication_seconds\": 0.002, \"overlapped_communication_seconds\": 0.0005}"
 done > "$dir/train.jsonl"
+# A sweep's rows (training_tradeoffs): schemes by name, over N; step time
+# against N is drawn from each run's last PROGRESS interval.
+for scheme in ring ps-S1; do
+  for n in 2 4; do
+    for step in 10 20; do
+      echo "{\"kind\": \"PROGRESS\", \"sync\": \"ring\", \"scheme\": \"$scheme\", \"model\": \"small\", \"link_rate\": \"100mbit\", \"workers\": $n, \"parameters\": \"101770\", \"bucket_bytes\": \"0\", \"step\": \"$step\", \"training_seconds\": 0.$step, \"step_seconds\": 0.0$n, \"test_accuracy\": 0.7}"
+    done
+    echo "{\"kind\": \"RUN\", \"sync\": \"ring\", \"scheme\": \"$scheme\", \"model\": \"small\", \"link_rate\": \"100mbit\", \"workers\": $n, \"parameters\": \"101770\", \"step\": \"20\", \"step_seconds\": 0.0$n, \"compute_seconds\": 0.001, \"communication_seconds\": 0.002}"
+  done
+done >> "$dir/train.jsonl"
 "$python" "$plot" "$dir/train.jsonl" --out "$dir/train_fig"
-for name in train_accuracy train_step_time; do
+for name in train_accuracy train_step_time train_step_vs_n; do
   for ext in png svg; do
     [[ -s "$dir/train_fig/$name.$ext" ]] || { echo "missing $name.$ext"; ls "$dir/train_fig"; exit 1; }
   done
