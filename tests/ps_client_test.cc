@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <string>
 #include <thread>
@@ -94,6 +95,38 @@ TEST_P(PsClientTest, OneWorkerGetsTheServedValuesNotItsOwnGradient) {
     EXPECT_EQ(wrong, 0) << "step " << step << ", first at element " << first << ": "
                         << (first >= 0 ? data[first] : 0);
   }
+}
+
+// Tensors declared one after another are each pushed in their own slices
+// and encoding (a training run declares one per bucket): a client that kept
+// only the last declaration would push the first with the second's slices.
+TEST_P(PsClientTest, EachDeclaredTensorKeepsItsOwnSlicesAndEncoding) {
+  auto client = Client();
+  proto::TensorSpec large = Tensor(1001, 1, proto::Optimizer::SGD);
+  large.set_name("large");
+  proto::TensorSpec small = Tensor(7, 1, proto::Optimizer::SGD);
+  small.set_name("small");
+  small.set_push_encoding(proto::TensorSpec::FP16);
+  ASSERT_TRUE(client->Declare(large).ok());
+  ASSERT_TRUE(client->Declare(small).ok());
+  std::vector<float> big(1001), little(7);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 13 + 1);
+  for (std::size_t i = 0; i < little.size(); ++i) little[i] = 0.5f * static_cast<float>(i + 1);
+  ASSERT_TRUE(client->PushPull("large", 0, 1, Bytes(big)).ok());
+  ASSERT_TRUE(client->PushPull("small", 0, 1, Bytes(little)).ok());
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    ASSERT_EQ(big[i], -static_cast<float>(i % 13 + 1)) << "large, element " << i;
+  }
+  for (std::size_t i = 0; i < little.size(); ++i) {
+    ASSERT_EQ(little[i], -0.5f * static_cast<float>(i + 1)) << "small, element " << i;
+  }
+  const std::uint64_t pushed = std::accumulate(
+      client->traffic().begin(), client->traffic().end(), std::uint64_t{0},
+      [](std::uint64_t sum, const ShardTraffic& t) { return sum + t.bytes_pushed; });
+  EXPECT_EQ(pushed, 4u * 1001 + 2u * 7) << "large as floats, small as halves";
+  ASSERT_TRUE(client->Forget("small").ok());
+  EXPECT_EQ(client->PushPull("small", 0, 2, Bytes(little)).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 // Two workers, plain sum: each gets the sum, which neither pushed.

@@ -60,9 +60,11 @@ void PsClient::ResetTraffic() {
 
 std::uint64_t PsClient::staged_bytes() const { return staged_bytes_.load(); }
 
-std::optional<grpc::Slice> PsClient::PushPayload(MutableBuffer chunk, LentSlices& lent) {
+std::optional<grpc::Slice> PsClient::PushPayload(MutableBuffer chunk,
+                                                 proto::TensorSpec::PushEncoding encoding,
+                                                 LentSlices& lent) {
   const bool host = HostAccessible(chunk.memory);
-  const bool encoded = encoding_ != proto::TensorSpec::DENSE;
+  const bool encoded = encoding != proto::TensorSpec::DENSE;
   if (host && !encoded) return lent.Lend(chunk.data, chunk.size);
   if (chunk.empty()) return grpc::Slice();
   std::optional<StagingPool::Lease> lease;
@@ -83,7 +85,7 @@ std::optional<grpc::Slice> PsClient::PushPayload(MutableBuffer chunk, LentSlices
     const std::span<const float> values(reinterpret_cast<const float*>(from),
                                         chunk.size / sizeof(float));
     auto wire = std::make_shared<std::vector<std::byte>>();
-    if (encoding_ == proto::TensorSpec::FP16) {
+    if (encoding == proto::TensorSpec::FP16) {
       wire->resize(values.size() * 2);
       EncodeHalves(values, wire->data());
     } else {
@@ -104,9 +106,10 @@ std::optional<grpc::Slice> PsClient::PushPayload(MutableBuffer chunk, LentSlices
 }
 
 absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
-  slices_.assign(addresses_.size(), Slice{});
-  element_ = ElementSize(ParseDataType(tensor.dtype()).value_or(DataType::kFloat32));
-  encoding_ = tensor.push_encoding();  // the shards refuse encodings of non-float32 tensors
+  Layout layout;
+  layout.slices.assign(addresses_.size(), Slice{});
+  layout.element = ElementSize(ParseDataType(tensor.dtype()).value_or(DataType::kFloat32));
+  layout.encoding = tensor.push_encoding();  // the shards refuse encodings of non-float32 tensors
   for (std::size_t s = 0; s < stubs_.size(); ++s) {
     // The first call to a shard rides out connection attempts that fail
     // while it is still starting, or once under load, as the worker daemon
@@ -130,8 +133,9 @@ absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
                                                      " ms: ", st.error_message())));
     }
     if (!st.ok()) return ShardError(s, st);
-    slices_[s] = {reply.offset(), reply.count()};
+    layout.slices[s] = {reply.offset(), reply.count()};
   }
+  tensors_[tensor.name()] = std::move(layout);
   return absl::OkStatus();
 }
 
@@ -146,27 +150,31 @@ absl::Status PsClient::Forget(const std::string& tensor) {
     const grpc::Status st = stubs_[s]->Forget(&context, request, &reply);
     if (!st.ok()) return ShardError(s, st);
   }
+  tensors_.erase(tensor);
   return absl::OkStatus();
 }
 
 std::uint64_t PsClient::WritePush(PushStream& stream, const proto::PushChunk& header,
-                                  const Slice& slice, MutableBuffer data, LentSlices& lent) {
+                                  const Layout& layout, const Slice& slice, MutableBuffer data,
+                                  LentSlices& lent) {
   proto::PushChunk chunk = header;
-  const std::size_t begin = static_cast<std::size_t>(slice.offset) * element_;
-  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
-  const std::size_t per_chunk = kChunkBytes / element_ * element_;
+  const std::size_t element = layout.element;
+  const std::size_t begin = static_cast<std::size_t>(slice.offset) * element;
+  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element;
+  const std::size_t per_chunk = kChunkBytes / element * element;
   std::size_t at = 0;     // bytes of `data`'s slice pushed
   std::uint64_t sent = 0;  // payload bytes written: fewer than `at` when encoded
   do {  // an empty slice still sends one (empty) chunk: it names the step
     const std::size_t n = std::min(per_chunk, bytes - at);
-    chunk.set_offset(slice.offset + static_cast<std::int64_t>(at / element_));
-    if (encoding_ == proto::TensorSpec::SPARSE) {
-      chunk.set_count(static_cast<std::int64_t>(n / element_));  // pairs do not say it
+    chunk.set_offset(slice.offset + static_cast<std::int64_t>(at / element));
+    if (layout.encoding == proto::TensorSpec::SPARSE) {
+      chunk.set_count(static_cast<std::int64_t>(n / element));  // pairs do not say it
     }
     // Host memory is lent, not copied: PushPull keeps `data` alive until
     // gRPC lets go. Device memory is copied down here, while gRPC still
     // sends the chunk before; an encoded chunk is encoded here.
-    const std::optional<grpc::Slice> payload = PushPayload(data.subspan(begin + at, n), lent);
+    const std::optional<grpc::Slice> payload =
+        PushPayload(data.subspan(begin + at, n), layout.encoding, lent);
     if (!payload.has_value() ||
         !stream.Write(EncodeChunk(chunk, kPushChunkPayloadField, std::span(&*payload, 1)))) {
       break;  // the server ended the call (Finish says why), or no buffer came back
@@ -185,9 +193,10 @@ std::uint64_t PsClient::WritePush(PushStream& stream, const proto::PushChunk& he
 // reads the values, which the shard sends chunk by chunk as soon as every
 // worker has pushed that chunk; so this worker's link carries its gradient
 // out and the values in at the same time.
-absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t worker,
-                                 std::uint64_t step, MutableBuffer data, LentSlices& lent) {
-  const Slice slice = slices_[s];
+absl::Status PsClient::ShardStep(int s, const std::string& tensor, const Layout& layout,
+                                 std::uint32_t worker, std::uint64_t step, MutableBuffer data,
+                                 LentSlices& lent) {
+  const Slice slice = layout.slices[s];
   grpc::ClientContext context;
   AttachCredentials(credentials_, context);
   context.set_deadline(std::chrono::system_clock::now() + timeout_);
@@ -201,9 +210,9 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   header.set_worker(worker);
   header.set_step(step);
   std::uint64_t pushed = 0;
-  std::thread writer([&] { pushed = WritePush(*stream, header, slice, data, lent); });
+  std::thread writer([&] { pushed = WritePush(*stream, header, layout, slice, data, lent); });
   std::uint64_t pulled = 0;
-  absl::Status read = ReadValues(*stream, s, slice, data, &pulled);
+  absl::Status read = ReadValues(*stream, s, layout.element, slice, data, &pulled);
   if (!read.ok()) context.TryCancel();  // ends the writer's writes too
   writer.join();
   traffic_[s].bytes_pushed += pushed;
@@ -211,7 +220,7 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   const grpc::Status st = stream->Finish();
   if (!read.ok()) return read;
   if (!st.ok()) return ShardError(s, st);
-  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
+  const std::size_t bytes = static_cast<std::size_t>(slice.count) * layout.element;
   if (pulled != bytes) {
     return absl::DataLossError(absl::StrCat("parameter server shard ", s, " served ", pulled,
                                             " of ", bytes, " bytes"));
@@ -219,16 +228,16 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, std::uint32_t
   return absl::OkStatus();
 }
 
-absl::Status PsClient::ReadValues(PushStream& stream, int s, const Slice& slice,
-                                  MutableBuffer data, std::uint64_t* pulled) {
-  const std::size_t begin = static_cast<std::size_t>(slice.offset) * element_;
-  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element_;
+absl::Status PsClient::ReadValues(PushStream& stream, int s, std::size_t element,
+                                  const Slice& slice, MutableBuffer data, std::uint64_t* pulled) {
+  const std::size_t begin = static_cast<std::size_t>(slice.offset) * element;
+  const std::size_t bytes = static_cast<std::size_t>(slice.count) * element;
   grpc::ByteBuffer message;
   proto::ValueChunk value;  // the header fields; the payload stays in slices
   ChunkPayload payload;
   while (stream.Read(&message)) {
     absl::Status decoded = DecodeChunk(message, kValueChunkPayloadField, &value, &payload);
-    const std::size_t offset = static_cast<std::size_t>(value.offset()) * element_;
+    const std::size_t offset = static_cast<std::size_t>(value.offset()) * element;
     if (decoded.ok() && (value.offset() < 0 || offset < begin || payload.bytes > bytes ||
                          offset - begin > bytes - payload.bytes)) {
       decoded = absl::DataLossError("it sent values outside its slice");
@@ -267,14 +276,20 @@ absl::Status PsClient::ReadValues(PushStream& stream, int s, const Slice& slice,
 
 absl::Status PsClient::PushPull(const std::string& tensor, std::uint32_t worker,
                                 std::uint64_t step, MutableBuffer data) {
-  if (slices_.size() != stubs_.size()) return absl::FailedPreconditionError("Declare first");
+  const auto declared = tensors_.find(tensor);
+  if (declared == tensors_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tensor '", tensor, "' was not declared: Declare first"));
+  }
+  const Layout& layout = declared->second;
   LentSlices lent;
   std::vector<absl::Status> status(stubs_.size());
   std::vector<std::thread> threads;
   for (std::size_t s = 1; s < stubs_.size(); ++s) {
-    threads.emplace_back([&, s] { status[s] = ShardStep(s, tensor, worker, step, data, lent); });
+    threads.emplace_back(
+        [&, s] { status[s] = ShardStep(s, tensor, layout, worker, step, data, lent); });
   }
-  status[0] = ShardStep(0, tensor, worker, step, data, lent);  // shard 0 on this thread
+  status[0] = ShardStep(0, tensor, layout, worker, step, data, lent);  // shard 0 on this thread
   for (std::thread& t : threads) t.join();
   AwaitLentSlices(lent);
   for (const absl::Status& st : status) {

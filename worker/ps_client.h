@@ -32,6 +32,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -61,7 +62,9 @@ class PsClient {
            std::chrono::milliseconds timeout, Tls tls = {});
   ~PsClient();
 
-  // Declares `tensor` on every shard and learns each shard's slice.
+  // Declares `tensor` on every shard and learns each shard's slice. Any
+  // number of tensors may be declared (a training run's buckets are one
+  // each); PushPull and Forget name the one they mean.
   absl::Status Declare(const proto::TensorSpec& tensor);
 
   // Pushes `gradient` (the whole tensor) for `step` and overwrites it, slice by
@@ -94,26 +97,37 @@ class PsClient {
   struct Slice {
     std::int64_t offset = 0, count = 0;
   };
+  // What Declare learnt of a tensor: its slice on each shard, its element
+  // size and how its pushes are encoded.
+  struct Layout {
+    std::vector<Slice> slices;  // by shard
+    std::size_t element = 4;
+    proto::TensorSpec::PushEncoding encoding = proto::TensorSpec::DENSE;
+  };
   // `status` of a call to `shard`, as an error naming the shard and its address.
   absl::Status ShardError(std::size_t shard, const grpc::Status& status) const;
   using PushStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
   // One shard's part of a step: its push written while its values are read.
-  absl::Status ShardStep(int shard, const std::string& tensor, std::uint32_t worker,
-                         std::uint64_t step, MutableBuffer data, LentSlices& lent);
+  absl::Status ShardStep(int shard, const std::string& tensor, const Layout& layout,
+                         std::uint32_t worker, std::uint64_t step, MutableBuffer data,
+                         LentSlices& lent);
   // Writes `slice` of `data` as chunks after `header` (tensor, worker, step),
   // then WritesDone; returns the payload bytes written.
-  std::uint64_t WritePush(PushStream& stream, const proto::PushChunk& header, const Slice& slice,
-                          MutableBuffer data, LentSlices& lent);
+  std::uint64_t WritePush(PushStream& stream, const proto::PushChunk& header,
+                          const Layout& layout, const Slice& slice, MutableBuffer data,
+                          LentSlices& lent);
   // Reads the values of `slice` into `data` until the stream ends, counting
   // their bytes in `pulled`; an error if shard `shard` sent a bad chunk.
-  absl::Status ReadValues(PushStream& stream, int shard, const Slice& slice, MutableBuffer data,
-                          std::uint64_t* pulled);
+  absl::Status ReadValues(PushStream& stream, int shard, std::size_t element, const Slice& slice,
+                          MutableBuffer data, std::uint64_t* pulled);
   // The payload of one pushed chunk: `chunk` lent as it is when it is host
   // memory, else copied down into a bounce buffer that goes back to the pool
   // when gRPC lets go of it. Empty (nullopt) if no bounce buffer came back
   // before the call's deadline.
   // Encoded (FP16, SPARSE): the chunk's encoding, in memory of its own.
-  std::optional<grpc::Slice> PushPayload(MutableBuffer chunk, LentSlices& lent);
+  std::optional<grpc::Slice> PushPayload(MutableBuffer chunk,
+                                         proto::TensorSpec::PushEncoding encoding,
+                                         LentSlices& lent);
   // (Re)opens one channel per shard; dropping the old ones closes their connections.
   void Connect();
   // Returns once gRPC holds none of `lent`, closing the connections if it
@@ -131,9 +145,7 @@ class PsClient {
   const std::string push_pull_method_ =
       std::string("/") + proto::ParameterServer::service_full_name() + "/PushPull";
   std::vector<grpc::internal::RpcMethod> push_pull_;  // by shard
-  std::vector<Slice> slices_;  // of the last declared tensor
-  std::size_t element_ = 4;
-  proto::TensorSpec::PushEncoding encoding_ = proto::TensorSpec::DENSE;  // of the last declared
+  std::map<std::string, Layout> tensors_;  // declared, by name
   std::vector<ShardTraffic> traffic_;
   // Shared with the slices gRPC holds, which may outlive a step.
   std::shared_ptr<StagingPool> staging_pool_ = std::make_shared<StagingPool>();
