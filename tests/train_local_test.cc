@@ -67,6 +67,26 @@ TEST(TrainLocalTest, ParameterServerDaemonsTrainLikeRing) {
   }
 }
 
+// Buckets and overlap through the daemons: one tensor per 40-byte bucket,
+// pushed as backpropagation finishes it; the same training, and the same
+// bytes - every element pushed and pulled once, whatever the buckets.
+TEST(TrainLocalTest, ParameterServerBucketsWithOverlapTrainLikeRing) {
+  const TrainTestSplit data = ToyData();
+  const std::vector<proto::TrainingRow> ring = Train(Options("ring", 1), data);
+  LocalTrainingOptions options = Options("ps", 2);
+  options.bucket_bytes = 40;
+  options.overlap = true;
+  const std::vector<proto::TrainingRow> ps = Train(options, data);
+  ASSERT_EQ(ps.size(), ring.size());
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_NEAR(ps[i].loss(), ring[i].loss(), 1e-4) << "row " << i;
+  }
+  const proto::TrainingRow& run = ps.back();
+  EXPECT_TRUE(run.overlap());
+  EXPECT_EQ(run.bucket_bytes(), 40u);
+  EXPECT_EQ(run.payload_bytes(), 2u * 4 * run.parameters());
+}
+
 // The rows say what was compressed and what it cost: ring's fp16 is a ring
 // of halves (worker 0's share of ring's closed form for M = 2 bytes an
 // element, as counted off its schedule); the parameter server takes the push

@@ -107,6 +107,89 @@ INSTANTIATE_TEST_SUITE_P(WorkersShardsOptimizers, PsTrainingTest,
                          ::testing::Combine(::testing::Values(1, 3), ::testing::Values(1, 2),
                                             ::testing::Values("sgd", "momentum", "adam")));
 
+// The parameter server with buckets: one tensor per bucket (40 bytes: ten
+// floats each, the last shorter), pushed and pulled last to first, on the
+// worker's thread or, with overlap, on a communication thread while
+// backpropagation still runs. A shard sums a chunk in worker order whenever
+// its pushes arrive, so overlap changes nothing, bit for bit.
+class PsBucketsTest : public PsTrainingTest {
+ protected:
+  std::vector<std::vector<float>> TrainBucketed(const Dataset& data, int workers,
+                                                const std::string& tensor, PsBuckets buckets) {
+    const TrainConfig config = Config("momentum", kBatch);
+    const proto::Optimizer rule =
+        *OptimizerConfig(config.optimizer, config.learning_rate, config.momentum);
+    std::vector<std::unique_ptr<PsClient>> clients;
+    for (int rank = 0; rank < workers; ++rank) {
+      clients.push_back(
+          std::make_unique<PsClient>(addresses_, kCredentials, std::chrono::seconds(20)));
+    }
+    return Train(data, config, workers, [&](int rank, WorkerTrainer& trainer) {
+      absl::StatusOr<std::unique_ptr<PsSync>> sync =
+          PsSync::Create(*clients[rank], tensor, static_cast<std::uint32_t>(rank), workers,
+                         trainer.parameters(), rule, {}, {}, buckets);
+      EXPECT_TRUE(sync.ok()) << sync.status();
+      return sync.ok() ? std::unique_ptr<GradientSync>(*std::move(sync)) : nullptr;
+    });
+  }
+};
+
+// (How much of the pushes ran hidden depends on timing: bucket_pipeline_test
+// counts it deterministically.)
+TEST_P(PsBucketsTest, OverlapGivesExactlyTheParametersOfTheSameBucketsWithout) {
+  const auto& [workers, shards, optimizer] = GetParam();
+  const Dataset data = ToyData();
+  const auto with = TrainBucketed(data, workers, "with", {.bytes = 40, .overlap = true});
+  EXPECT_EQ(with, TrainBucketed(data, workers, "without", {.bytes = 40}));
+  ExpectEveryWorkerNear(with, TrainAlone(data, "momentum", workers));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersShards, PsBucketsTest,
+                         ::testing::Combine(::testing::Values(2, 3), ::testing::Values(1, 2),
+                                            ::testing::Values("momentum")));
+
+// A shard that stops mid-training fails the workers' next step with the
+// server named: the pipeline's thread reports the failure instead of hanging.
+TEST_P(PsBucketsTest, AStoppedShardFailsTheOverlappedStep) {
+  const auto& [workers, shards, optimizer] = GetParam();
+  const Dataset data = ToyData();
+  const TrainConfig config = Config("sgd", kBatch);
+  const proto::Optimizer rule = *OptimizerConfig("sgd", config.learning_rate, 0);
+  std::vector<std::unique_ptr<PsClient>> clients;
+  std::vector<std::unique_ptr<WorkerTrainer>> trainers;
+  std::vector<std::unique_ptr<PsSync>> syncs;
+  for (int rank = 0; rank < workers; ++rank) {
+    clients.push_back(std::make_unique<PsClient>(addresses_, kCredentials, std::chrono::seconds(5)));
+    trainers.push_back(std::make_unique<WorkerTrainer>(config, data, rank, workers));
+    auto sync = PsSync::Create(*clients[rank], "stop", static_cast<std::uint32_t>(rank), workers,
+                               trainers[rank]->parameters(), rule, {}, {},
+                               {.bytes = 40, .overlap = true});
+    ASSERT_TRUE(sync.ok()) << sync.status();
+    syncs.push_back(*std::move(sync));
+  }
+  std::vector<absl::Status> ends(workers);
+  const auto run_steps = [&](int steps) {
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < workers; ++rank) {
+      threads.emplace_back([&, rank] {
+        for (int step = 0; step < steps && ends[rank].ok(); ++step) {
+          ends[rank] = trainers[rank]->Step(*syncs[rank]).status();
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+  };
+  run_steps(2);
+  for (const absl::Status& end : ends) ASSERT_TRUE(end.ok()) << end;
+  shards_.back().reset();  // the last shard goes away
+  run_steps(1);
+  for (int rank = 0; rank < workers; ++rank) {
+    EXPECT_FALSE(ends[rank].ok()) << "rank " << rank;
+    EXPECT_NE(ends[rank].message().find("parameter server, step 3"), std::string::npos)
+        << ends[rank];
+  }
+}
+
 TEST(TrainingDeterminismTest, TheSameSeedTrainsTheSameParametersBitForBit) {
   const Dataset data = ToyData();
   const Collective& ring = *FindCollective("ring");

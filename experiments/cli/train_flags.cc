@@ -112,7 +112,8 @@ void AddModelFlags(CLI::App& cmd, TrainConfig& train) {
 // compression, the learning rate's scaling and warm-up, overlap.
 void AddStepFlags(CLI::App& cmd, TrainOptions& options) {
   cmd.add_option("--bucket-mb", options.bucket_mb,
-                 "All-reduce the gradient in buckets of this many MiB (0: one bucket)")
+                 "Synchronise the gradient in buckets of this many MiB, each its own all-reduce "
+                 "or, with ps, its own tensor on the shards (0: one bucket)")
       ->check(CLI::Range(0.0, 4096.0))
       ->capture_default_str();
   cmd.add_option("--compress", options.run.compress,
@@ -132,8 +133,9 @@ void AddStepFlags(CLI::App& cmd, TrainOptions& options) {
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
       ->capture_default_str();
   cmd.add_flag("--overlap", options.run.overlap,
-               "All-reduce each bucket on a communication thread as soon as backpropagation "
-               "has finished it (use with --bucket-mb)");
+               "Synchronise each bucket (its all-reduce, or its ps push and pull) on a "
+               "communication thread as soon as backpropagation has finished it (use with "
+               "--bucket-mb)");
 }
 
 // What is measured and where it goes: progress rows, the target accuracy,

@@ -21,17 +21,19 @@ absl::StatusOr<std::unique_ptr<AllReduceSync>> AllReduceSync::Create(
   (*rule)->Prepare(count);
   std::unique_ptr<AllReduceSync> sync(
       new AllReduceSync(transport, *std::move(rule), compression));
-  const std::int64_t per_bucket =
-      bucket_bytes == 0 ? count
-                        : std::max<std::int64_t>(1, static_cast<std::int64_t>(bucket_bytes / 4));
   std::size_t largest_chunk = 0;
-  for (std::int64_t offset = 0; offset < count; offset += per_bucket) {
-    sync->buckets_.push_back(
-        sync->MakeBucket(collective, offset, std::min(per_bucket, count - offset)));
+  const std::vector<BucketExtent> extents = CutIntoBuckets(count, bucket_bytes);
+  for (const BucketExtent& extent : extents) {
+    sync->buckets_.push_back(sync->MakeBucket(collective, extent.offset, extent.elements));
     largest_chunk = std::max(largest_chunk, sync->buckets_.back().chunk_bytes);
   }
   sync->gathered_.resize(largest_chunk * static_cast<std::size_t>(transport.world_size()));
-  if (overlap) sync->communication_ = std::thread([s = sync.get()] { s->CommunicationLoop(); });
+  if (overlap) {
+    sync->pipeline_ = std::make_unique<BucketPipeline>(
+        extents, [s = sync.get()](std::size_t bucket, std::uint64_t step, std::span<float> slice) {
+          return s->AllReduce(s->buckets_[bucket], slice, step);
+        });
+  }
   return sync;
 }
 
@@ -55,19 +57,10 @@ AllReduceSync::Bucket AllReduceSync::MakeBucket(const Collective& collective, st
   return bucket;
 }
 
-AllReduceSync::~AllReduceSync() {
-  if (!communication_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
-  communication_.join();
-}
+AllReduceSync::~AllReduceSync() = default;
 
-absl::Status AllReduceSync::AllReduce(Bucket& bucket, std::span<float> gradient,
+absl::Status AllReduceSync::AllReduce(Bucket& bucket, std::span<float> slice,
                                       std::uint64_t step) {
-  const std::span<float> slice = gradient.subspan(bucket.offset, bucket.elements);
   absl::Status s;
   switch (compression_.kind) {
     case CompressionConfig::Kind::kNone:
@@ -132,77 +125,22 @@ void AllReduceSync::AddUnpacked(const Bucket& bucket, std::span<const std::byte>
 }
 
 void AllReduceSync::BeginBackward(std::uint64_t step, std::span<float> gradient) {
-  if (!communication_.joinable()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  step_ = step;
-  gradient_ = gradient;
-  ready_from_ = std::numeric_limits<std::int64_t>::max();
-  buckets_done_ = 0;
-  backward_end_.reset();
-  step_overlapped_ = 0;
-  step_open_ = true;
+  if (pipeline_) pipeline_->Begin(step, gradient);
 }
 
 void AllReduceSync::GradientReadyFrom(std::int64_t offset) {
-  if (!communication_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_from_ = std::min(ready_from_, offset);
-  }
-  changed_.notify_all();
-}
-
-bool AllReduceSync::NextBucketReady() const {
-  return step_open_ && buckets_done_ < buckets_.size() &&
-         ready_from_ <= buckets_[buckets_.size() - 1 - buckets_done_].offset;
-}
-
-void AllReduceSync::CommunicationLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    changed_.wait(lock, [this] { return stopping_ || NextBucketReady(); });
-    if (stopping_) return;
-    Bucket& bucket = buckets_[buckets_.size() - 1 - buckets_done_];
-    const std::span<float> gradient = gradient_;
-    const std::uint64_t step = step_;
-    // After a failure the transport is unusable: the remaining buckets only
-    // count as done.
-    const bool failed = !communication_status_.ok();
-    lock.unlock();
-    const auto start = std::chrono::steady_clock::now();
-    absl::Status status = failed ? absl::OkStatus() : AllReduce(bucket, gradient, step);
-    const auto end = std::chrono::steady_clock::now();
-    lock.lock();
-    // The part of this bucket's all-reduce before the backward pass ended.
-    const auto hidden_until = backward_end_ ? std::min(end, *backward_end_) : end;
-    if (hidden_until > start) {
-      step_overlapped_ += std::chrono::duration<double>(hidden_until - start).count();
-    }
-    if (!status.ok() && communication_status_.ok()) communication_status_ = status;
-    ++buckets_done_;
-    changed_.notify_all();
-  }
-}
-
-absl::Status AllReduceSync::FinishOverlappedStep(std::uint64_t step, std::span<float> gradient) {
-  if (!step_open_) BeginBackward(step, gradient);  // nobody announced the backward pass
-  std::unique_lock<std::mutex> lock(mu_);
-  backward_end_ = std::chrono::steady_clock::now();
-  ready_from_ = 0;  // whatever the model reported, the whole gradient is final now
-  changed_.notify_all();
-  changed_.wait(lock, [this] { return buckets_done_ == buckets_.size(); });
-  step_open_ = false;
-  overlapped_seconds_ = step_overlapped_;
-  return communication_status_;
+  if (pipeline_) pipeline_->ReadyFrom(offset);
 }
 
 absl::Status AllReduceSync::Step(std::uint64_t step, std::span<float> gradient,
                                  std::span<float> parameters) {
-  if (communication_.joinable()) {
-    if (absl::Status s = FinishOverlappedStep(step, gradient); !s.ok()) return s;
+  if (pipeline_) {
+    if (absl::Status s = pipeline_->Finish(step, gradient); !s.ok()) return s;
   } else {
-    for (Bucket& bucket : buckets_) {
-      if (absl::Status s = AllReduce(bucket, gradient, step); !s.ok()) return s;
+    // Last to first, as the pipeline runs them: the order the ranks agree on.
+    for (auto bucket = buckets_.rbegin(); bucket != buckets_.rend(); ++bucket) {
+      const std::span<float> slice = gradient.subspan(bucket->offset, bucket->elements);
+      if (absl::Status s = AllReduce(*bucket, slice, step); !s.ok()) return s;
     }
   }
   // The mean, at the step's learning-rate factor (warmup) in the same pass.

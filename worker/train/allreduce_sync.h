@@ -4,12 +4,12 @@
 // buckets; 0: one bucket), each all-reduced in order with its own schedule,
 // then divided by N; the optimizer then updates the parameters locally.
 //
-// With `overlap`, a communication thread of its own all-reduces each bucket
-// as soon as backpropagation has finished it - from the last bucket to the
-// first, the order in which layers finish - while the layers below are still
-// being computed (DDP's overlap); Step() then waits only for what is left.
-// Every rank runs the buckets in the same order, so the executor's message
-// tags still match, and the sums are the same as without overlap.
+// With `overlap`, a BucketPipeline (bucket_pipeline.h) all-reduces each
+// bucket on a communication thread as soon as backpropagation has finished
+// it, while the layers below are still being computed (DDP's overlap);
+// Step() then waits only for what is left. Every rank runs the buckets in
+// the same order (last to first, with or without overlap), so the
+// executor's message tags still match, and the sums are the same.
 //
 // Compression (compression.h):
 //   fp16  each rank packs its bucket into halves and the bucket's own
@@ -28,13 +28,7 @@
 // the transport, which must outlive it.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
-#include <limits>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <thread>
 #include <vector>
 
 #include "allreduce/collective.h"
@@ -43,6 +37,7 @@
 #include "allreduce/schedule.h"
 #include "allreduce/transport/transport.h"
 #include "common/optimizer.h"
+#include "worker/train/bucket_pipeline.h"
 #include "worker/train/compression.h"
 #include "worker/train/gradient_sync.h"
 
@@ -66,7 +61,9 @@ class AllReduceSync final : public GradientSync {
   absl::Status Step(std::uint64_t step, std::span<float> gradient,
                     std::span<float> parameters) override;
   std::uint64_t PayloadBytes() const override;
-  double OverlappedSeconds() const override { return overlapped_seconds_; }
+  double OverlappedSeconds() const override {
+    return pipeline_ ? pipeline_->overlapped_seconds() : 0;
+  }
 
  private:
   struct Bucket {
@@ -93,7 +90,8 @@ class AllReduceSync final : public GradientSync {
   }
   // The bucket at `offset` of `elements` floats, its schedule prepared.
   Bucket MakeBucket(const Collective& collective, std::int64_t offset, std::int64_t elements);
-  absl::Status AllReduce(Bucket& bucket, std::span<float> gradient, std::uint64_t step);
+  // The all-reduce of one bucket, `slice` its part of the gradient.
+  absl::Status AllReduce(Bucket& bucket, std::span<float> slice, std::uint64_t step);
   // fp16: `slice` to halves, their all-reduce, the sum back to floats.
   absl::Status AllReduceHalves(const Bucket& bucket, std::span<float> slice);
   // Top-k: all-gather every rank's pairs, then the sum.
@@ -101,12 +99,6 @@ class AllReduceSync final : public GradientSync {
   // This rank's top-k of `slice` into `chunk`; a rank's `chunk` added to `sum`.
   void Pack(Bucket& bucket, std::span<const float> slice, std::span<std::byte> chunk);
   void AddUnpacked(const Bucket& bucket, std::span<const std::byte> chunk, std::span<float> sum);
-  // The communication thread: all-reduces each bucket once it is ready.
-  void CommunicationLoop();
-  // The next bucket to all-reduce is ready (mu_ held).
-  bool NextBucketReady() const;
-  // Waits for every bucket of the step in flight (overlap only).
-  absl::Status FinishOverlappedStep(std::uint64_t step, std::span<float> gradient);
 
   Transport& transport_;
   Executor executor_;
@@ -119,21 +111,8 @@ class AllReduceSync final : public GradientSync {
   std::vector<std::byte> gathered_;
   std::vector<std::uint32_t> indices_;
   std::vector<float> values_;
-  double overlapped_seconds_ = 0;  // of the last step
-
-  // Overlap: the communication thread and what it shares with the worker.
-  std::thread communication_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  bool stopping_ = false;                  // guarded by mu_
-  bool step_open_ = false;                 // guarded by mu_
-  std::uint64_t step_ = 0;                 // guarded by mu_
-  std::span<float> gradient_;              // guarded by mu_
-  std::int64_t ready_from_ = std::numeric_limits<std::int64_t>::max();  // guarded by mu_
-  std::size_t buckets_done_ = 0;           // from the last one backwards; guarded by mu_
-  std::optional<std::chrono::steady_clock::time_point> backward_end_;  // guarded by mu_
-  double step_overlapped_ = 0;             // guarded by mu_
-  absl::Status communication_status_;      // the first failure; guarded by mu_
+  // Overlap only; with it the transport is used by the pipeline's thread.
+  std::unique_ptr<BucketPipeline> pipeline_;
 };
 
 }  // namespace testbed

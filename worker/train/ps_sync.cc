@@ -40,47 +40,81 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(PsClient& client, std::st
                                                        std::span<const float> initial,
                                                        const proto::Optimizer& optimizer,
                                                        CompressionConfig compression,
-                                                       PsMode mode) {
-  proto::TensorSpec spec;
-  spec.set_name(tensor);
-  spec.set_count(static_cast<std::int64_t>(initial.size()));
-  spec.set_dtype("float32");
-  spec.set_workers(static_cast<std::uint32_t>(workers));
-  *spec.mutable_optimizer() = optimizer;
-  spec.mutable_optimizer()->set_average(true);
-  spec.set_consistency(mode.consistency);
-  spec.set_staleness(mode.staleness);
-  if (compression.kind == CompressionConfig::Kind::kFp16) {
-    spec.set_push_encoding(proto::TensorSpec::FP16);  // PsClient sends halves, the shard widens
-  } else if (compression.kind == CompressionConfig::Kind::kTopK) {
-    spec.set_push_encoding(proto::TensorSpec::SPARSE);  // the k non-zeros, as pairs
+                                                       PsMode mode, PsBuckets buckets) {
+  std::unique_ptr<PsSync> sync(new PsSync(client, worker, initial, compression));
+  const std::vector<BucketExtent> extents =
+      CutIntoBuckets(static_cast<std::int64_t>(initial.size()), buckets.bytes);
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    proto::TensorSpec spec;
+    spec.set_name(extents.size() == 1 ? tensor : absl::StrCat(tensor, "/bucket-", i));
+    spec.set_count(extents[i].elements);
+    spec.set_dtype("float32");
+    spec.set_workers(static_cast<std::uint32_t>(workers));
+    *spec.mutable_optimizer() = optimizer;
+    spec.mutable_optimizer()->set_average(true);
+    spec.set_consistency(mode.consistency);
+    spec.set_staleness(mode.staleness);
+    if (compression.kind == CompressionConfig::Kind::kFp16) {
+      spec.set_push_encoding(proto::TensorSpec::FP16);  // PsClient sends halves, the shard widens
+    } else if (compression.kind == CompressionConfig::Kind::kTopK) {
+      spec.set_push_encoding(proto::TensorSpec::SPARSE);  // the k non-zeros, as pairs
+    }
+    if (absl::Status s = client.Declare(spec); !s.ok()) return s;
+    sync->buckets_.push_back({extents[i], spec.name(), nullptr});
   }
-  if (absl::Status s = client.Declare(spec); !s.ok()) return s;
-  return std::unique_ptr<PsSync>(
-      new PsSync(client, std::move(tensor), worker, initial, compression));
+  if (buckets.overlap) {
+    sync->pipeline_ = std::make_unique<BucketPipeline>(
+        extents, [s = sync.get()](std::size_t bucket, std::uint64_t step, std::span<float> slice) {
+          return s->PushPull(s->buckets_[bucket], step, slice);
+        });
+  }
+  return sync;
 }
 
-void PsSync::Compress(std::span<float> gradient) {
+void PsSync::Compress(Bucket& bucket, std::span<float> slice) {
   // fp16 needs nothing here: the tensor's push encoding rounds on the wire.
   if (compression_.kind != CompressionConfig::Kind::kTopK) return;
-  if (topk_ == nullptr) {
-    topk_ = std::make_unique<ErrorFeedbackTopK>(static_cast<std::int64_t>(gradient.size()),
-                                                compression_.ratio);
-    indices_.resize(static_cast<std::size_t>(topk_->k()));
-    values_.resize(indices_.size());
+  if (bucket.topk == nullptr) {
+    bucket.topk = std::make_unique<ErrorFeedbackTopK>(static_cast<std::int64_t>(slice.size()),
+                                                      compression_.ratio);
   }
-  topk_->Select(gradient, indices_, values_);
-  std::fill(gradient.begin(), gradient.end(), 0.0f);
-  for (std::size_t j = 0; j < indices_.size(); ++j) gradient[indices_[j]] = values_[j];
+  indices_.resize(static_cast<std::size_t>(bucket.topk->k()));
+  values_.resize(indices_.size());
+  bucket.topk->Select(slice, indices_, values_);
+  std::fill(slice.begin(), slice.end(), 0.0f);
+  for (std::size_t j = 0; j < indices_.size(); ++j) slice[indices_[j]] = values_[j];
+}
+
+absl::Status PsSync::PushPull(Bucket& bucket, std::uint64_t step, std::span<float> slice) {
+  ScaleForLearningRate(slice);
+  Compress(bucket, slice);
+  if (absl::Status s =
+          client_.PushPull(bucket.tensor, worker_, step, std::as_writable_bytes(slice));
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("parameter server, step ", step, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+void PsSync::BeginBackward(std::uint64_t step, std::span<float> gradient) {
+  if (pipeline_) pipeline_->Begin(step, gradient);
+}
+
+void PsSync::GradientReadyFrom(std::int64_t offset) {
+  if (pipeline_) pipeline_->ReadyFrom(offset);
 }
 
 absl::Status PsSync::Step(std::uint64_t step, std::span<float> gradient,
                           std::span<float> parameters) {
-  ScaleForLearningRate(gradient);
-  Compress(gradient);
-  if (absl::Status s = client_.PushPull(tensor_, worker_, step, std::as_writable_bytes(gradient));
-      !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("parameter server, step ", step, ": ", s.message()));
+  if (pipeline_) {
+    if (absl::Status s = pipeline_->Finish(step, gradient); !s.ok()) return s;
+  } else {
+    // Last to first, as the pipeline runs them.
+    for (auto bucket = buckets_.rbegin(); bucket != buckets_.rend(); ++bucket) {
+      const std::span<float> slice =
+          gradient.subspan(bucket->extent.offset, bucket->extent.elements);
+      if (absl::Status s = PushPull(*bucket, step, slice); !s.ok()) return s;
+    }
   }
   for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i] = initial_[i] + gradient[i];
   return absl::OkStatus();

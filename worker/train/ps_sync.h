@@ -29,7 +29,18 @@
 // way pulls stay float32 parameters: the shard serves parameters, not
 // gradients, and keeps them at full precision.
 //
+// Buckets and overlap (bucket_pipeline.h), as over an all-reduce: with
+// bucket_bytes the gradient is declared as one tensor per bucket
+// ("<tensor>/bucket-<i>", each split over every shard) and each bucket is
+// pushed and pulled on its own, last to first; with `overlap` a bucket's
+// PushPull starts on a communication thread as soon as backpropagation has
+// finished it (what BytePS does with its tensor partitions). Each bucket is
+// a tensor with its own steps, so the stale modes bound every bucket, and
+// with them the model, by the same k; top-k chooses per bucket, with error
+// feedback per bucket.
+//
 // Thread-safety: one per worker; borrows the client, which must outlive it.
+// With overlap the client is used by the pipeline's thread only.
 #pragma once
 
 #include <memory>
@@ -38,6 +49,7 @@
 #include <vector>
 
 #include "worker/ps_client.h"
+#include "worker/train/bucket_pipeline.h"
 #include "worker/train/compression.h"
 #include "worker/train/gradient_sync.h"
 
@@ -54,42 +66,64 @@ struct PsMode {
 // anything else is refused in one line that lists them.
 absl::StatusOr<PsMode> ParsePsMode(std::string_view text);
 
+// How PsSync cuts and schedules the gradient (bucket_pipeline.h).
+struct PsBuckets {
+  std::size_t bytes = 0;  // 0: the whole gradient is one tensor
+  bool overlap = false;   // push each bucket as soon as backpropagation finished it
+};
+
 class PsSync final : public GradientSync {
  public:
   // Declares the tensor `tensor` (every worker declares the same) of
-  // initial.size() float32 elements for `workers` workers.
+  // initial.size() float32 elements for `workers` workers, or one tensor per
+  // bucket.
   static absl::StatusOr<std::unique_ptr<PsSync>> Create(PsClient& client, std::string tensor,
                                                         std::uint32_t worker, int workers,
                                                         std::span<const float> initial,
                                                         const proto::Optimizer& optimizer,
                                                         CompressionConfig compression = {},
-                                                        PsMode mode = {});
+                                                        PsMode mode = {},
+                                                        PsBuckets buckets = {});
 
+  void BeginBackward(std::uint64_t step, std::span<float> gradient) override;
+  void GradientReadyFrom(std::int64_t offset) override;
   absl::Status Step(std::uint64_t step, std::span<float> gradient,
                     std::span<float> parameters) override;
   std::uint64_t PayloadBytes() const override;
+  double OverlappedSeconds() const override {
+    return pipeline_ ? pipeline_->overlapped_seconds() : 0;
+  }
 
  private:
-  PsSync(PsClient& client, std::string tensor, std::uint32_t worker,
-         std::span<const float> initial, CompressionConfig compression)
+  struct Bucket {
+    BucketExtent extent;
+    std::string tensor;                       // the bucket's tensor on the shards
+    std::unique_ptr<ErrorFeedbackTopK> topk;  // top-k only, made at the first step
+  };
+  PsSync(PsClient& client, std::uint32_t worker, std::span<const float> initial,
+         CompressionConfig compression)
       : client_(client),
-        tensor_(std::move(tensor)),
         worker_(worker),
         initial_(initial.begin(), initial.end()),
         compression_(compression) {}
 
-  // `gradient` as the compressed scheme delivers it to the push, in place
+  // One bucket's push of `slice` (its part of this worker's gradient) and
+  // the pull that overwrites it with what the shards serve.
+  absl::Status PushPull(Bucket& bucket, std::uint64_t step, std::span<float> slice);
+  // `slice` as the compressed scheme delivers it to the push, in place
   // (top-k; fp16 is the push encoding's).
-  void Compress(std::span<float> gradient);
+  void Compress(Bucket& bucket, std::span<float> slice);
 
   PsClient& client_;
-  const std::string tensor_;
   const std::uint32_t worker_;
   const std::vector<float> initial_;  // what the served displacement is added to
   const CompressionConfig compression_;
-  std::unique_ptr<ErrorFeedbackTopK> topk_;  // top-k only, made at the first step
-  std::vector<std::uint32_t> indices_;       // top-k's choice of one step
+  std::vector<Bucket> buckets_;  // by offset
+  // Top-k's choice of one bucket (one bucket at a time, on whichever thread
+  // runs it).
+  std::vector<std::uint32_t> indices_;
   std::vector<float> values_;
+  std::unique_ptr<BucketPipeline> pipeline_;  // overlap only
 };
 
 }  // namespace testbed

@@ -55,10 +55,6 @@ absl::StatusOr<TrainingSetup> TrainingSetupFromSpec(const proto::TrainingSpec& s
         "unknown --sync '", setup.sync, "' (choose from ps, ",
         CollectiveNames(Kinds::kScheduledAllReduce), ")"));
   }
-  if (setup.sync == "ps" && setup.overlap) {
-    return absl::InvalidArgumentError(
-        "--overlap needs an all-reduce: the ps sync has no buckets yet");
-  }
   if (absl::StatusOr<CompressionConfig> c = ParseCompression(setup.compress); !c.ok()) {
     return c.status();
   }
@@ -178,7 +174,8 @@ absl::StatusOr<std::unique_ptr<GradientSync>> MakePsSync(const TrainingSetup& se
   if (!mode.ok()) return mode.status();
   absl::StatusOr<std::unique_ptr<PsSync>> sync =
       PsSync::Create(client, std::move(tensor), static_cast<std::uint32_t>(rank), setup.workers,
-                     initial, *optimizer, *compression, *mode);
+                     initial, *optimizer, *compression, *mode,
+                     PsBuckets{.bytes = setup.bucket_bytes, .overlap = setup.overlap});
   if (!sync.ok()) return sync.status();
   return std::unique_ptr<GradientSync>(*std::move(sync));
 }
