@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace testbed {
@@ -61,7 +62,8 @@ TEST(BucketPipelineTest, RunsEachReadyBucketLastToFirstBeforeTheBackwardPassEnds
   Recorder recorder;
   recorder.hold = 1;
   std::vector<float> gradient(25, 0);
-  BucketPipeline pipeline(CutIntoBuckets(25, 40), recorder.Work());
+  BucketPipeline pipeline(CutIntoBuckets(25, 40), recorder.Work(),
+                          BucketPipeline::Mode::kOverlapped);
   pipeline.Begin(7, gradient);
   pipeline.ReadyFrom(10);  // buckets 1 and 2 are final, bucket 0 is not
   recorder.WaitForRuns(2);
@@ -83,11 +85,13 @@ TEST(BucketPipelineTest, RunsEachReadyBucketLastToFirstBeforeTheBackwardPassEnds
   EXPECT_EQ(gradient, std::vector<float>(25, 15.0f));
 }
 
-TEST(BucketPipelineTest, AFailureEndsTheStepAndSkipsTheRestButNotTheNextStep) {
+class BucketPipelineModeTest : public ::testing::TestWithParam<BucketPipeline::Mode> {};
+
+TEST_P(BucketPipelineModeTest, AFailureEndsTheStepAndSkipsTheRestButNotTheNextStep) {
   Recorder recorder;
   recorder.fail = 1;
   std::vector<float> gradient(25, 0);
-  BucketPipeline pipeline(CutIntoBuckets(25, 40), recorder.Work());
+  BucketPipeline pipeline(CutIntoBuckets(25, 40), recorder.Work(), GetParam());
   pipeline.Begin(1, gradient);
   const absl::Status status = pipeline.Finish(1, gradient);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
@@ -98,11 +102,39 @@ TEST(BucketPipelineTest, AFailureEndsTheStepAndSkipsTheRestButNotTheNextStep) {
   EXPECT_EQ(recorder.ran, (std::vector<std::size_t>{2, 1, 0}));
 }
 
+INSTANTIATE_TEST_SUITE_P(BothModes, BucketPipelineModeTest,
+                         ::testing::Values(BucketPipeline::Mode::kOverlapped,
+                                           BucketPipeline::Mode::kAfterBackward));
+
+TEST(BucketPipelineTest, AfterBackwardRunsEveryBucketInFinishOnTheCallersThread) {
+  std::vector<std::thread::id> threads;
+  std::vector<std::size_t> ran;
+  std::vector<float> gradient(25, 0);
+  BucketPipeline pipeline(
+      CutIntoBuckets(25, 40),
+      [&](std::size_t bucket, std::uint64_t step, std::span<float> slice) {
+        threads.push_back(std::this_thread::get_id());
+        ran.push_back(bucket);
+        for (float& x : slice) x += static_cast<float>(step);
+        return absl::OkStatus();
+      },
+      BucketPipeline::Mode::kAfterBackward);
+  pipeline.Begin(3, gradient);
+  pipeline.ReadyFrom(0);
+  EXPECT_TRUE(ran.empty()) << "nothing runs during the backward pass";
+  ASSERT_TRUE(pipeline.Finish(3, gradient).ok());
+  EXPECT_EQ(ran, (std::vector<std::size_t>{2, 1, 0})) << "the order overlapped ranks use";
+  EXPECT_EQ(threads, std::vector<std::thread::id>(3, std::this_thread::get_id()));
+  EXPECT_EQ(gradient, std::vector<float>(25, 3.0f));
+  EXPECT_EQ(pipeline.overlapped_seconds(), 0);
+}
+
 TEST(BucketPipelineTest, EndsItsThreadWithAStepNeverFinished) {
   Recorder recorder;
   std::vector<float> gradient(25, 0);
   {
-    BucketPipeline pipeline(CutIntoBuckets(25, 40), recorder.Work());
+    BucketPipeline pipeline(CutIntoBuckets(25, 40), recorder.Work(),
+                            BucketPipeline::Mode::kOverlapped);
     pipeline.Begin(1, gradient);
   }  // joins: nothing was ready, nothing ran
   EXPECT_TRUE(recorder.ran.empty());

@@ -28,12 +28,12 @@ absl::StatusOr<std::unique_ptr<AllReduceSync>> AllReduceSync::Create(
     largest_chunk = std::max(largest_chunk, sync->buckets_.back().chunk_bytes);
   }
   sync->gathered_.resize(largest_chunk * static_cast<std::size_t>(transport.world_size()));
-  if (overlap) {
-    sync->pipeline_ = std::make_unique<BucketPipeline>(
-        extents, [s = sync.get()](std::size_t bucket, std::uint64_t step, std::span<float> slice) {
-          return s->AllReduce(s->buckets_[bucket], slice, step);
-        });
-  }
+  sync->pipeline_ = std::make_unique<BucketPipeline>(
+      extents,
+      [s = sync.get()](std::size_t bucket, std::uint64_t step, std::span<float> slice) {
+        return s->AllReduce(s->buckets_[bucket], slice, step);
+      },
+      overlap ? BucketPipeline::Mode::kOverlapped : BucketPipeline::Mode::kAfterBackward);
   return sync;
 }
 
@@ -125,24 +125,14 @@ void AllReduceSync::AddUnpacked(const Bucket& bucket, std::span<const std::byte>
 }
 
 void AllReduceSync::BeginBackward(std::uint64_t step, std::span<float> gradient) {
-  if (pipeline_) pipeline_->Begin(step, gradient);
+  pipeline_->Begin(step, gradient);
 }
 
-void AllReduceSync::GradientReadyFrom(std::int64_t offset) {
-  if (pipeline_) pipeline_->ReadyFrom(offset);
-}
+void AllReduceSync::GradientReadyFrom(std::int64_t offset) { pipeline_->ReadyFrom(offset); }
 
 absl::Status AllReduceSync::Step(std::uint64_t step, std::span<float> gradient,
                                  std::span<float> parameters) {
-  if (pipeline_) {
-    if (absl::Status s = pipeline_->Finish(step, gradient); !s.ok()) return s;
-  } else {
-    // Last to first, as the pipeline runs them: the order the ranks agree on.
-    for (auto bucket = buckets_.rbegin(); bucket != buckets_.rend(); ++bucket) {
-      const std::span<float> slice = gradient.subspan(bucket->offset, bucket->elements);
-      if (absl::Status s = AllReduce(*bucket, slice, step); !s.ok()) return s;
-    }
-  }
+  if (absl::Status s = pipeline_->Finish(step, gradient); !s.ok()) return s;
   // The mean, at the step's learning-rate factor (warmup) in the same pass.
   const float scale = learning_rate_factor() / static_cast<float>(transport_.world_size());
   for (float& g : gradient) g *= scale;

@@ -62,7 +62,7 @@ class AllReduceSync final : public GradientSync {
                     std::span<float> parameters) override;
   std::uint64_t PayloadBytes() const override;
   double OverlappedSeconds() const override {
-    return pipeline_ ? pipeline_->overlapped_seconds() : 0;
+    return pipeline_->overlapped_seconds();
   }
 
  private:

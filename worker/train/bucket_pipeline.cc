@@ -15,10 +15,13 @@ std::vector<BucketExtent> CutIntoBuckets(std::int64_t count, std::size_t bucket_
   return buckets;
 }
 
-BucketPipeline::BucketPipeline(std::vector<BucketExtent> buckets, Work work)
-    : buckets_(std::move(buckets)), work_(std::move(work)), thread_([this] { Loop(); }) {}
+BucketPipeline::BucketPipeline(std::vector<BucketExtent> buckets, Work work, Mode mode)
+    : buckets_(std::move(buckets)), work_(std::move(work)) {
+  if (mode == Mode::kOverlapped) thread_ = std::thread([this] { Loop(); });
+}
 
 BucketPipeline::~BucketPipeline() {
+  if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -78,7 +81,16 @@ void BucketPipeline::Loop() {
   }
 }
 
+absl::Status BucketPipeline::RunInline(std::uint64_t step, std::span<float> gradient) {
+  for (std::size_t i = buckets_.size(); i-- > 0;) {
+    const std::span<float> slice = gradient.subspan(buckets_[i].offset, buckets_[i].elements);
+    if (absl::Status s = work_(i, step, slice); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BucketPipeline::Finish(std::uint64_t step, std::span<float> gradient) {
+  if (!thread_.joinable()) return RunInline(step, gradient);
   bool open = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -7,12 +7,14 @@
 // layers finish - while the layers below are still being computed. Finish()
 // then waits only for what is left.
 //
-// The buckets always run in the same order (last to first), with or without
-// overlap, so the executor's message tags match between ranks and a bucket's
-// sum does not depend on timing.
+// Without overlap there is no thread: Finish runs every bucket's work on the
+// caller's thread once the backward pass is over. The buckets always run in
+// the same order (last to first), with or without overlap, so the executor's
+// message tags match between ranks and a bucket's sum does not depend on
+// timing.
 //
-// Thread-safety: Begin, ReadyFrom and Finish from the worker's thread; the
-// work runs on the pipeline's thread only, one bucket at a time.
+// Thread-safety: Begin, ReadyFrom and Finish from the worker's thread; with
+// overlap the work runs on the pipeline's thread only, one bucket at a time.
 #pragma once
 
 #include <chrono>
@@ -47,8 +49,13 @@ class BucketPipeline {
   using Work = std::function<absl::Status(std::size_t bucket, std::uint64_t step,
                                           std::span<float> gradient)>;
 
-  // Starts the communication thread.
-  BucketPipeline(std::vector<BucketExtent> buckets, Work work);
+  enum class Mode {
+    kOverlapped,     // a communication thread, bucket by bucket as they are ready
+    kAfterBackward,  // on the caller's thread, in Finish
+  };
+
+  // With kOverlapped, starts the communication thread.
+  BucketPipeline(std::vector<BucketExtent> buckets, Work work, Mode mode);
   ~BucketPipeline();
   BucketPipeline(const BucketPipeline&) = delete;
   BucketPipeline& operator=(const BucketPipeline&) = delete;
@@ -70,6 +77,7 @@ class BucketPipeline {
  private:
   void Loop();
   bool NextBucketReady() const;  // mu_ held
+  absl::Status RunInline(std::uint64_t step, std::span<float> gradient);
 
   const std::vector<BucketExtent> buckets_;
   const Work work_;
@@ -77,16 +85,16 @@ class BucketPipeline {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  bool stopping_ = false;      // guarded by mu_
-  bool step_open_ = false;     // guarded by mu_
-  std::uint64_t step_ = 0;     // guarded by mu_
-  std::span<float> gradient_;  // guarded by mu_
+  bool stopping_ = false;                                               // guarded by mu_
+  bool step_open_ = false;                                              // guarded by mu_
+  std::uint64_t step_ = 0;                                              // guarded by mu_
+  std::span<float> gradient_;                                           // guarded by mu_
   std::int64_t ready_from_ = std::numeric_limits<std::int64_t>::max();  // guarded by mu_
   std::size_t buckets_done_ = 0;  // from the last one backwards; guarded by mu_
   std::optional<std::chrono::steady_clock::time_point> backward_end_;  // guarded by mu_
-  double step_overlapped_ = 0;         // guarded by mu_
-  absl::Status status_;                // the step's first failure; guarded by mu_
-  std::thread thread_;                 // last: started once the rest exists
+  double step_overlapped_ = 0;                                         // guarded by mu_
+  absl::Status status_;  // the step's first failure; guarded by mu_
+  std::thread thread_;   // kOverlapped only; last: started once the rest exists
 };
 
 }  // namespace testbed

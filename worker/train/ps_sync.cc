@@ -62,12 +62,12 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(PsClient& client, std::st
     if (absl::Status s = client.Declare(spec); !s.ok()) return s;
     sync->buckets_.push_back({extents[i], spec.name(), nullptr});
   }
-  if (buckets.overlap) {
-    sync->pipeline_ = std::make_unique<BucketPipeline>(
-        extents, [s = sync.get()](std::size_t bucket, std::uint64_t step, std::span<float> slice) {
-          return s->PushPull(s->buckets_[bucket], step, slice);
-        });
-  }
+  sync->pipeline_ = std::make_unique<BucketPipeline>(
+      extents,
+      [s = sync.get()](std::size_t bucket, std::uint64_t step, std::span<float> slice) {
+        return s->PushPull(s->buckets_[bucket], step, slice);
+      },
+      buckets.overlap ? BucketPipeline::Mode::kOverlapped : BucketPipeline::Mode::kAfterBackward);
   return sync;
 }
 
@@ -97,25 +97,14 @@ absl::Status PsSync::PushPull(Bucket& bucket, std::uint64_t step, std::span<floa
 }
 
 void PsSync::BeginBackward(std::uint64_t step, std::span<float> gradient) {
-  if (pipeline_) pipeline_->Begin(step, gradient);
+  pipeline_->Begin(step, gradient);
 }
 
-void PsSync::GradientReadyFrom(std::int64_t offset) {
-  if (pipeline_) pipeline_->ReadyFrom(offset);
-}
+void PsSync::GradientReadyFrom(std::int64_t offset) { pipeline_->ReadyFrom(offset); }
 
 absl::Status PsSync::Step(std::uint64_t step, std::span<float> gradient,
                           std::span<float> parameters) {
-  if (pipeline_) {
-    if (absl::Status s = pipeline_->Finish(step, gradient); !s.ok()) return s;
-  } else {
-    // Last to first, as the pipeline runs them.
-    for (auto bucket = buckets_.rbegin(); bucket != buckets_.rend(); ++bucket) {
-      const std::span<float> slice =
-          gradient.subspan(bucket->extent.offset, bucket->extent.elements);
-      if (absl::Status s = PushPull(*bucket, step, slice); !s.ok()) return s;
-    }
-  }
+  if (absl::Status s = pipeline_->Finish(step, gradient); !s.ok()) return s;
   for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i] = initial_[i] + gradient[i];
   return absl::OkStatus();
 }

@@ -91,7 +91,7 @@ class PsSync final : public GradientSync {
                     std::span<float> parameters) override;
   std::uint64_t PayloadBytes() const override;
   double OverlappedSeconds() const override {
-    return pipeline_ ? pipeline_->overlapped_seconds() : 0;
+    return pipeline_->overlapped_seconds();
   }
 
  private:
@@ -123,7 +123,7 @@ class PsSync final : public GradientSync {
   // runs it).
   std::vector<std::uint32_t> indices_;
   std::vector<float> values_;
-  std::unique_ptr<BucketPipeline> pipeline_;  // overlap only
+  std::unique_ptr<BucketPipeline> pipeline_;
 };
 
 }  // namespace testbed
