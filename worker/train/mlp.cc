@@ -76,12 +76,14 @@ float Mlp::LossAndGradient(std::span<const float> parameters, const Eigen::Matri
     Eigen::Map<Eigen::VectorXf> bias_gradient(gradient.data() + range.offset + out * in, out);
     weight_gradient.noalias() = delta_ * activations_[l].transpose();
     bias_gradient = delta_.rowwise().sum();
+    // Layer l's gradient is final: its synchronisation may start while the
+    // error is carried down to the layer below (DDP's hook fires here too).
+    if (ready) ready(l);
     if (l > 0) {
       // Through the weights, then through the ReLU (whose output was cached).
       Eigen::MatrixXf below = Weights(parameters, l).transpose() * delta_;
       delta_ = (activations_[l].array() > 0.0f).select(below, 0.0f);
     }
-    if (ready) ready(l);
   }
   return static_cast<float>(loss / static_cast<double>(batch));
 }
