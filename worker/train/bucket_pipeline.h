@@ -85,16 +85,16 @@ class BucketPipeline {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  bool stopping_ = false;                                               // guarded by mu_
-  bool step_open_ = false;                                              // guarded by mu_
-  std::uint64_t step_ = 0;                                              // guarded by mu_
-  std::span<float> gradient_;                                           // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  bool step_open_ = false;     // guarded by mu_
+  std::uint64_t step_ = 0;     // guarded by mu_
+  std::span<float> gradient_;  // guarded by mu_
   std::int64_t ready_from_ = std::numeric_limits<std::int64_t>::max();  // guarded by mu_
   std::size_t buckets_done_ = 0;  // from the last one backwards; guarded by mu_
   std::optional<std::chrono::steady_clock::time_point> backward_end_;  // guarded by mu_
-  double step_overlapped_ = 0;                                         // guarded by mu_
-  absl::Status status_;  // the step's first failure; guarded by mu_
-  std::thread thread_;   // kOverlapped only; last: started once the rest exists
+  double step_overlapped_ = 0;         // guarded by mu_
+  absl::Status status_;                // the step's first failure; guarded by mu_
+  std::thread thread_;  // kOverlapped only; last: started once the rest exists
 };
 
 }  // namespace testbed
