@@ -78,7 +78,7 @@ TEST(AutoAlgorithmsTest, FitsEachCandidatesOwnConstantsFromMedians) {
     rows.push_back(ModelRow("tree", bytes, tree));
   }
   std::ostringstream log;
-  const auto fitted = FitCandidates(rows, {"ring", "tree", "butterfly"}, log);
+  const auto fitted = FitCandidates(rows, {"ring", "tree", "butterfly"}, Spec({"auto"}, {8}), log);
   ASSERT_TRUE(fitted.ok()) << fitted.status();
   ASSERT_EQ(fitted->size(), 2u);
   EXPECT_EQ((*fitted)[0].algorithm, "ring");
@@ -88,6 +88,45 @@ TEST(AutoAlgorithmsTest, FitsEachCandidatesOwnConstantsFromMedians) {
   EXPECT_NE(log.str().find("leaves out butterfly: no rows of it"), std::string::npos) << log.str();
 }
 
+// The measurements a choice may rest on are the rows of the run it is for:
+// same N, element type and (ps) shards; one size from several files counts
+// once, at the median of theirs.
+TEST(AutoAlgorithmsTest, MeasuredTimesAreThoseOfTheSameRunShape) {
+  const LinkModel link{20e-6, 1e-9};
+  std::vector<proto::ResultRow> rows;
+  for (double p50 : {30.0, 10.0, 20.0}) {
+    proto::ResultRow row = ModelRow("ring", 8, link);
+    row.set_time_us_p50(p50);
+    rows.push_back(row);
+  }
+  rows.push_back(ModelRow("ring", kMiB, link));
+  proto::ResultRow other_n = ModelRow("ring", 64 * kKiB, link);
+  other_n.set_workers(8);
+  proto::ResultRow other_dtype = ModelRow("ring", 4 * kKiB, link);
+  other_dtype.set_dtype("float64");
+  rows.push_back(other_n);
+  rows.push_back(other_dtype);
+  proto::ResultRow ps = ModelRow("ps", 8, link);
+  rows.push_back(ps);
+  ps.set_bytes(kMiB);
+  rows.push_back(ps);
+  ps.set_servers(2);
+  ps.set_bytes(64 * kKiB);
+  rows.push_back(ps);
+  std::ostringstream log;
+  const auto fitted = FitCandidates(rows, {"ring", "ps"}, Spec({"auto"}, {8}), log);
+  ASSERT_TRUE(fitted.ok()) << fitted.status() << log.str();
+  ASSERT_EQ(fitted->size(), 2u);
+  const std::vector<MeasuredTime>& ring = (*fitted)[0].measured;
+  ASSERT_EQ(ring.size(), 2u);
+  EXPECT_EQ(ring[0].bytes, 8);
+  EXPECT_DOUBLE_EQ(ring[0].time_us, 20);
+  EXPECT_EQ(ring[1].bytes, kMiB);
+  const std::vector<MeasuredTime>& one_shard = (*fitted)[1].measured;
+  ASSERT_EQ(one_shard.size(), 2u);  // not the S = 2 row
+  EXPECT_EQ(one_shard[1].bytes, kMiB);
+}
+
 TEST(AutoAlgorithmsTest, RefusesRowsOfTwoClustersAndNothingToFit) {
   const LinkModel link{20e-6, 1e-9};
   std::vector<proto::ResultRow> rows = {ModelRow("ring", 8, link, "ucx:tcp/lo.0"),
@@ -95,10 +134,11 @@ TEST(AutoAlgorithmsTest, RefusesRowsOfTwoClustersAndNothingToFit) {
                                         ModelRow("ring", 8, link, "ucx:sysv"),
                                         ModelRow("ring", kMiB, link, "ucx:sysv")};
   std::ostringstream log;
-  const auto mixed = FitCandidates(rows, {"ring"}, log);
+  const auto mixed = FitCandidates(rows, {"ring"}, Spec({"auto"}, {8}), log);
   ASSERT_FALSE(mixed.ok());
   EXPECT_NE(mixed.status().message().find("ring over 2 transports"), std::string::npos);
-  const auto one_size = FitCandidates({ModelRow("tree", 8, link)}, {"tree"}, log);
+  const auto one_size =
+      FitCandidates({ModelRow("tree", 8, link)}, {"tree"}, Spec({"auto"}, {8}), log);
   ASSERT_FALSE(one_size.ok());
   EXPECT_NE(one_size.status().message().find("no all-reduce could be fitted (tree)"),
             std::string::npos)
@@ -108,9 +148,15 @@ TEST(AutoAlgorithmsTest, RefusesRowsOfTwoClustersAndNothingToFit) {
 TEST(AutoAlgorithmsTest, ResolvesIntoNamedAlgorithmsThenOneSubmissionPerChoice) {
   const proto::ExperimentSpec spec = Spec({"ring", "auto"}, {8, 4 * kKiB, 16 * kMiB});
   const std::vector<AlgorithmChoice> choices = {
-      {8, "butterfly", {{"butterfly", 10}, {"ring", 30}}},
-      {4 * kKiB, "butterfly", {{"butterfly", 20}, {"ring", 40}}},
-      {16 * kMiB, "ring", {{"ring", 900}, {"butterfly", 1500}}}};
+      {8,
+       "butterfly",
+       {{"butterfly", 10, PredictionBasis::kModel}, {"ring", 30, PredictionBasis::kModel}}},
+      {4 * kKiB,
+       "butterfly",
+       {{"butterfly", 20, PredictionBasis::kModel}, {"ring", 40, PredictionBasis::kModel}}},
+      {16 * kMiB,
+       "ring",
+       {{"ring", 900, PredictionBasis::kModel}, {"butterfly", 1500, PredictionBasis::kModel}}}};
   const std::vector<ResolvedSubmission> resolved = ResolveAuto(spec, choices, "test");
   ASSERT_EQ(resolved.size(), 3u);
   // What the user named runs as given, its rows unmarked.

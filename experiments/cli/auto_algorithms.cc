@@ -1,6 +1,7 @@
 #include "experiments/cli/auto_algorithms.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,6 +15,36 @@ namespace {
 // Calibration stays short: beta is fitted from messages up to this size and
 // the model carries it to larger ones.
 constexpr std::int64_t kCalibrationCapBytes = std::int64_t{4} << 20;
+
+// A row's median time (its average where it has none).
+double MedianTimeUs(const proto::ResultRow& row) {
+  return row.time_us_p50() > 0 ? row.time_us_p50() : row.time_us_avg();
+}
+
+// `name`'s times per size, from the rows that ran what `spec` will run.
+std::vector<MeasuredTime> MeasuredTimes(const std::vector<proto::ResultRow>& rows,
+                                        const std::string& name,
+                                        const proto::ExperimentSpec& spec) {
+  const Collective* collective = FindCollective(name);
+  const bool ps = collective != nullptr && collective->runs_on_parameter_server();
+  std::map<std::int64_t, std::vector<double>> by_size;
+  for (const proto::ResultRow& row : rows) {
+    if (row.algorithm() != name || row.workers() != spec.workers() ||
+        (!row.dtype().empty() && row.dtype() != spec.dtype()) ||
+        (ps && row.servers() != spec.servers())) {
+      continue;
+    }
+    by_size[row.bytes()].push_back(MedianTimeUs(row));
+  }
+  std::vector<MeasuredTime> measured;
+  for (auto& [bytes, times] : by_size) {
+    std::sort(times.begin(), times.end());
+    const std::size_t mid = times.size() / 2;
+    const double median = times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+    measured.push_back({bytes, median});
+  }
+  return measured;
+}
 
 }  // namespace
 
@@ -49,7 +80,7 @@ proto::ExperimentSpec CalibrationSpec(const proto::ExperimentSpec& spec) {
 
 absl::StatusOr<std::vector<FittedAlgorithm>> FitCandidates(
     const std::vector<proto::ResultRow>& rows, const std::vector<std::string>& candidates,
-    std::ostream& log) {
+    const proto::ExperimentSpec& spec, std::ostream& log) {
   std::vector<RowFit> fits = FitRows(rows, log, FitTime::kMedian);
   std::vector<FittedAlgorithm> fitted;
   std::vector<std::string> missing;
@@ -73,7 +104,7 @@ absl::StatusOr<std::vector<FittedAlgorithm>> FitCandidates(
       missing.push_back(name);
       continue;
     }
-    fitted.push_back({name, of_name.front()->fit->link});
+    fitted.push_back({name, of_name.front()->fit->link, MeasuredTimes(rows, name, spec)});
   }
   if (fitted.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -28,16 +28,18 @@ bool NamesAuto(const proto::ExperimentSpec& spec);
 std::vector<std::string> AutoCandidates(const proto::ExperimentSpec& spec);
 
 // The calibration run: every candidate at CalibrationSizes of the spec's
-// sizes (at most 4 MiB), 10 timed iterations after 2 warm-ups, checked.
+// sizes (capped at 4 MiB), 10 timed iterations after 2 warm-ups, checked.
 proto::ExperimentSpec CalibrationSpec(const proto::ExperimentSpec& spec);
 
 // Each candidate's fitted constants, from the median times of rows of one
-// transport per algorithm. A candidate without a fit is left out, with the reason on
-// `log`; none left, or rows of one algorithm over several transports (two
-// clusters mixed), is an error.
+// transport per algorithm, and its measured times: the median times of its rows
+// with the spec's workers, element type and (ps) shards, per size (rows of
+// one size from several files: the median of theirs). A candidate without a
+// fit is left out, with the reason on `log`; none left, or rows of one
+// algorithm over several transports (two clusters mixed), is an error.
 absl::StatusOr<std::vector<FittedAlgorithm>> FitCandidates(
     const std::vector<proto::ResultRow>& rows, const std::vector<std::string>& candidates,
-    std::ostream& log);
+    const proto::ExperimentSpec& spec, std::ostream& log);
 
 // One submission of a resolved run, and what its rows say of their choice.
 struct ResolvedSubmission {

@@ -41,8 +41,9 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
       ->capture_default_str();
   cmd.add_option("--tuning", f.tuning,
                  "For --algorithms auto: results files (--out of an earlier run on this "
-                 "cluster) to fit each all-reduce's alpha and beta from; without it a short "
-                 "calibration run of every all-reduce comes first")
+                 "cluster) to fit each all-reduce's alpha and beta from, and whose times at "
+                 "the sizes run decide there; without it a short calibration run of every "
+                 "all-reduce at the requested sizes up to 4 MiB comes first")
       ->check(CLI::ExistingFile);
   cmd.add_option("--servers", f.servers, "Parameter-server shards S, for ps")
       ->check(CLI::Range(1, 64))

@@ -120,7 +120,7 @@ absl::Status SubmitWithAuto(const ExperimentFlags& flags, const proto::Experimen
       TuningRows(flags, spec, target, interrupter, source);
   if (!rows.ok()) return rows.status();
   absl::StatusOr<std::vector<FittedAlgorithm>> fitted =
-      FitCandidates(*rows, AutoCandidates(spec), std::cerr);
+      FitCandidates(*rows, AutoCandidates(spec), spec, std::cerr);
   if (!fitted.ok()) return fitted.status();
   for (const FittedAlgorithm& f : *fitted) {
     std::cerr << "testbed: auto: " << f.algorithm << " alpha " << f.link.alpha_s * 1e6

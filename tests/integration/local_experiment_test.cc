@@ -207,8 +207,9 @@ TEST(LocalFloat16, EveryAllReduceIsExactAtTwoBytesAnElement) {
 
 // A results file that cannot take the rows fails the run at once, with the
 // path and the system's reason, and leaves no course table behind.
-// --algorithms auto: a calibration run first, then per size the algorithm the
-// fitted model chose - exact, moving its theory's bytes, and saying why.
+// --algorithms auto: a calibration run first (at the requested sizes), then per
+// size the algorithm measured fastest there - exact, moving its theory's
+// bytes, and saying why.
 TEST(LocalAuto, CalibratesThenRunsAChosenAlgorithmPerSize) {
   const std::string dir = TempDir("auto");
   TestbedProcess testbed(TESTBED_CLI_PATH,
@@ -229,8 +230,9 @@ TEST(LocalAuto, CalibratesThenRunsAChosenAlgorithmPerSize) {
     sizes.insert(JsonField(row, "bytes"));
     EXPECT_EQ(JsonField(row, "wrong"), "0");
     EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+    // The calibration ran these very sizes, so their medians decide.
     const std::string chosen_by = JsonField(row, "chosen_by");
-    EXPECT_EQ(chosen_by.rfind(JsonField(row, "algorithm") + ": predicted ", 0), 0u);
+    EXPECT_EQ(chosen_by.rfind(JsonField(row, "algorithm") + ": measured ", 0), 0u);
     EXPECT_NE(chosen_by.find("(alpha-beta fitted to a calibration run)"), std::string::npos);
   }
   EXPECT_EQ(sizes, (std::set<std::string>{"4", "4004", "262148"}));
@@ -271,8 +273,14 @@ TEST(LocalAuto, TuningFromAResultsFileSkipsCalibration) {
     }
     ++chosen;
     EXPECT_EQ(JsonField(row, "algorithm"), "tree");
-    EXPECT_NE(JsonField(row, "chosen_by").find("fitted to " + dir + "/tuning.jsonl"),
-              std::string::npos);
+    const std::string chosen_by = JsonField(row, "chosen_by");
+    EXPECT_NE(chosen_by.find("fitted to " + dir + "/tuning.jsonl"), std::string::npos);
+    // 8 B was measured in the file; 4 KiB lies between its two sizes.
+    EXPECT_EQ(chosen_by.rfind(JsonField(row, "bytes") == "8" ? "tree: measured 100 us"
+                                                             : "tree: interpolated 100 us",
+                              0),
+              0u)
+        << chosen_by;
   }
   EXPECT_EQ(chosen, 2);
   std::filesystem::remove_all(dir);
