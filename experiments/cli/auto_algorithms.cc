@@ -16,11 +16,6 @@ namespace {
 // the model carries it to larger ones.
 constexpr std::int64_t kCalibrationCapBytes = std::int64_t{4} << 20;
 
-// A row's median time (its average where it has none).
-double MedianTimeUs(const proto::ResultRow& row) {
-  return row.time_us_p50() > 0 ? row.time_us_p50() : row.time_us_avg();
-}
-
 // `name`'s times per size, from the rows that ran what `spec` will run.
 std::vector<MeasuredTime> MeasuredTimes(const std::vector<proto::ResultRow>& rows,
                                         const std::string& name,
@@ -34,7 +29,7 @@ std::vector<MeasuredTime> MeasuredTimes(const std::vector<proto::ResultRow>& row
         (ps && row.servers() != spec.servers())) {
       continue;
     }
-    by_size[row.bytes()].push_back(MedianTimeUs(row));
+    by_size[row.bytes()].push_back(RowTimeUs(row, FitTime::kMedian));
   }
   std::vector<MeasuredTime> measured;
   for (auto& [bytes, times] : by_size) {

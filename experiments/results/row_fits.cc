@@ -8,6 +8,10 @@
 
 namespace testbed {
 
+double RowTimeUs(const proto::ResultRow& row, FitTime time) {
+  return time == FitTime::kMedian && row.time_us_p50() > 0 ? row.time_us_p50() : row.time_us_avg();
+}
+
 std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings,
                             FitTime time) {
   std::map<std::pair<std::string, std::string>, std::size_t> index;  // into `fits`
@@ -27,9 +31,8 @@ std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostr
       points.emplace_back();
     }
     RowFit& group = fits[at->second];
-    const double time_us = time == FitTime::kMedian && row.time_us_p50() > 0 ? row.time_us_p50()
-                                                                              : row.time_us_avg();
-    points[at->second].push_back(FitPoint{e->rounds, e->bottleneck_bytes, time_us * 1e-6});
+    points[at->second].push_back(
+        FitPoint{e->rounds, e->bottleneck_bytes, RowTimeUs(row, time) * 1e-6});
     group.sizes.insert(row.bytes());
     group.workers.insert(row.workers());
   }

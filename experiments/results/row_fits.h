@@ -35,6 +35,9 @@ enum class FitTime {
              // a short run cannot move it
 };
 
+// The time of `row` that `time` names.
+double RowTimeUs(const proto::ResultRow& row, FitTime time);
+
 // One fit per (algorithm, transport), in the order the rows first name them.
 // A row the model cannot estimate (unknown algorithm or dtype) is skipped
 // with a warning on `warnings`.
