@@ -94,9 +94,7 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
     return 1;
   }
   LocalCluster& c = **cluster;
-  std::cerr << "testbed local: testbed-server pids " << absl::StrJoin(c.server_pids(), " ")
-            << " (coordinator on " << c.coordinator() << "); testbed-worker pids "
-            << absl::StrJoin(c.worker_pids(), " ") << "; logs in " << log_dir << std::endl;
+  std::cerr << absl::StrCat("testbed local: ", c.Whereabouts(), "\n") << std::flush;
 
   // A daemon that dies on its own: give the coordinator time to name the lost
   // rank, then stop waiting for it.

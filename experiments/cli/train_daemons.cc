@@ -130,9 +130,7 @@ absl::Status RunOnLocalDaemons(const TrainOptions& options, const proto::Trainin
     return cluster.status();
   }
   LocalCluster& c = **cluster;
-  err << "testbed train: testbed-server pids " << absl::StrJoin(c.server_pids(), " ")
-      << " (coordinator on " << c.coordinator() << "); testbed-worker pids "
-      << absl::StrJoin(c.worker_pids(), " ") << "; logs in " << target.log_dir << std::endl;
+  err << absl::StrCat("testbed train: ", c.Whereabouts(), "\n") << std::flush;
   LostDaemonWatchdog watchdog(c, [&] { target.interrupter->CancelCurrent(); });
   absl::Status status = SubmitRun(c.coordinator(), target, spec, /*wait_for_workers_s=*/30,
                                   sink, err);

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 extern char** environ;
 
@@ -176,6 +177,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   cluster->coordinator_ = absl::StrCat(host_of(0), ":", port);
+  cluster->log_dir_ = options.log_dir;
   cluster->servers_ = options.servers;
   for (int s = 1; s < options.servers; ++s) {
     // A shard writes its port once it has joined the coordinator (WaitForShards).
@@ -212,6 +214,12 @@ std::vector<pid_t> LocalCluster::worker_pids() const {
   std::vector<pid_t> pids;
   for (std::size_t i = servers_; i < children_.size(); ++i) pids.push_back(children_[i].pid);
   return pids;
+}
+
+std::string LocalCluster::Whereabouts() const {
+  return absl::StrCat("testbed-server pids ", absl::StrJoin(server_pids(), " "),
+                      " (coordinator on ", coordinator_, "); testbed-worker pids ",
+                      absl::StrJoin(worker_pids(), " "), "; logs in ", log_dir_);
 }
 
 std::vector<pid_t> LocalCluster::server_pids() const {

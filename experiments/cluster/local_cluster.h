@@ -49,6 +49,10 @@ class LocalCluster {
   pid_t server_pid() const { return children_[0].pid; }
   std::vector<pid_t> worker_pids() const;
   std::vector<pid_t> server_pids() const;  // the coordinator first
+  // The one line a person (or a test) reads to find the daemons: "testbed-server
+  // pids A B (coordinator on H:P); testbed-worker pids X Y Z; logs in DIR".
+  // Printed whole, in one write, so a reader never sees half of it.
+  std::string Whereabouts() const;
 
   // Where each parameter-server shard serves (HOST:PORT), the coordinator's
   // first, once every shard has joined the coordinator and listens; fails
@@ -85,6 +89,7 @@ class LocalCluster {
   std::vector<std::string> shard_hosts_;       // by shard: where each listens
   int servers_ = 1;
   std::string coordinator_;
+  std::string log_dir_;
   mutable std::mutex mu_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> done_{false};

@@ -2,6 +2,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/link_units.h"
 #include "experiments/cli/experiment_client.h"
@@ -52,11 +53,15 @@ absl::Status LabCluster::EnsureCluster(int workers, std::ostream& progress) {
   }
   cluster_ = std::move(*started);
   cluster_workers_ = workers;
-  progress << "lab cluster: " << workers << " workers "
-           << (fabric_ ? "in network namespaces (" + fabric_->tag() + "), links " +
-                             (options_.link_rate.empty() ? "unlimited" : options_.link_rate)
-                       : std::string("on loopback"))
-           << ", testbed-worker pids " << absl::StrJoin(cluster_->worker_pids(), " ") << "\n";
+  // One write, so the line never reaches a reader half printed.
+  progress << absl::StrCat(
+                  "lab cluster: ", workers, " workers ",
+                  fabric_
+                      ? absl::StrCat("in network namespaces (", fabric_->tag(), "), links ",
+                                     options_.link_rate.empty() ? "unlimited" : options_.link_rate)
+                      : std::string("on loopback"),
+                  ", testbed-worker pids ", absl::StrJoin(cluster_->worker_pids(), " "), "\n")
+           << std::flush;
   return absl::OkStatus();
 }
 

@@ -101,8 +101,9 @@ class TestbedProcess {
   std::string Stdout() const { return ReadFile(out_); }
   std::string Stderr() const { return ReadFile(err_); }
 
-  // Stderr (stdout: the daemons' logs) once it holds `text`, or as it is
-  // after `timeout`.
+  // Stderr (stdout: the daemons' logs) once it holds `text` and the rest of
+  // that line (a reader can catch a line half written), or as it is after
+  // `timeout`.
   std::string WaitForStderr(const std::string& text, std::chrono::milliseconds timeout) const {
     return WaitFor(err_, text, timeout);
   }
@@ -114,9 +115,12 @@ class TestbedProcess {
   static std::string WaitFor(const std::string& path, const std::string& text,
                              std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto holds_whole_line = [&](const std::string& content) {
+      const std::size_t at = content.find(text);
+      return at != std::string::npos && content.find('\n', at) != std::string::npos;
+    };
     std::string content = ReadFile(path);
-    while (content.find(text) == std::string::npos &&
-           std::chrono::steady_clock::now() < deadline) {
+    while (!holds_whole_line(content) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       content = ReadFile(path);
     }
