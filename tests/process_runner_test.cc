@@ -1,0 +1,43 @@
+// The integration tests find the daemons they must end through the line
+// `testbed local` prints and ParseDaemonPids reads; a line caught half written
+// once lost a test its PIDs (sanitize CI). These pin the helpers' side of it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/integration/process_runner.h"
+
+namespace testbed::testing {
+namespace {
+
+TEST(ProcessRunnerTest, WaitForStderrReturnsTheWholeLineHoldingTheText) {
+  const std::string dir = TempDir("process-runner");
+  // The line arrives in two writes, the numbers half a second after the words.
+  TestbedProcess writer("/bin/sh",
+                        {"-c", "printf 'testbed-worker pids' >&2; sleep 0.5; printf ' 7 8;\\n' >&2"},
+                        dir);
+  const std::string err = writer.WaitForStderr("testbed-worker pids", std::chrono::seconds(10));
+  EXPECT_EQ(err, "testbed-worker pids 7 8;\n");
+  EXPECT_EQ(writer.Wait(std::chrono::seconds(10)), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProcessRunnerTest, ParseDaemonPidsReadsTheWholeLineAndRefusesACutOne) {
+  const std::string line =
+      "testbed local: testbed-server pids 10 11 (coordinator on 127.0.0.1:5000); "
+      "testbed-worker pids 20 21 22; logs in /tmp/x\n";
+  const std::optional<DaemonPids> pids = ParseDaemonPids(line);
+  ASSERT_TRUE(pids.has_value());
+  EXPECT_EQ(pids->servers, (std::vector<pid_t>{10, 11}));
+  EXPECT_EQ(pids->workers, (std::vector<pid_t>{20, 21, 22}));
+  EXPECT_EQ(pids->all().size(), 5u);
+  EXPECT_FALSE(ParseDaemonPids(line.substr(0, line.find("testbed-worker pids") + 19)));
+  EXPECT_FALSE(ParseDaemonPids(line.substr(0, line.find("20 21") + 3)));
+}
+
+}  // namespace
+}  // namespace testbed::testing
