@@ -35,7 +35,8 @@ TEST(ProcessRunnerTest, ParseDaemonPidsReadsTheWholeLineAndRefusesACutOne) {
   EXPECT_EQ(pids->servers, (std::vector<pid_t>{10, 11}));
   EXPECT_EQ(pids->workers, (std::vector<pid_t>{20, 21, 22}));
   EXPECT_EQ(pids->all().size(), 5u);
-  EXPECT_FALSE(ParseDaemonPids(line.substr(0, line.find("testbed-worker pids") + 19)));
+  const std::string words = "testbed-worker pids";
+  EXPECT_FALSE(ParseDaemonPids(line.substr(0, line.find(words) + words.size())));
   EXPECT_FALSE(ParseDaemonPids(line.substr(0, line.find("20 21") + 3)));
 }
 

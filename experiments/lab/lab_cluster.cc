@@ -53,14 +53,13 @@ absl::Status LabCluster::EnsureCluster(int workers, std::ostream& progress) {
   }
   cluster_ = std::move(*started);
   cluster_workers_ = workers;
+  const std::string where =
+      fabric_ ? absl::StrCat("in network namespaces (", fabric_->tag(), "), links ",
+                             options_.link_rate.empty() ? "unlimited" : options_.link_rate)
+              : "on loopback";
   // One write, so the line never reaches a reader half printed.
-  progress << absl::StrCat(
-                  "lab cluster: ", workers, " workers ",
-                  fabric_
-                      ? absl::StrCat("in network namespaces (", fabric_->tag(), "), links ",
-                                     options_.link_rate.empty() ? "unlimited" : options_.link_rate)
-                      : std::string("on loopback"),
-                  ", testbed-worker pids ", absl::StrJoin(cluster_->worker_pids(), " "), "\n")
+  progress << absl::StrCat("lab cluster: ", workers, " workers ", where, ", testbed-worker pids ",
+                           absl::StrJoin(cluster_->worker_pids(), " "), "\n")
            << std::flush;
   return absl::OkStatus();
 }
