@@ -1,7 +1,7 @@
 // The registry of everything the harness runs, after nccl-tests: each entry
 // names the collective, how it runs (a schedule over a Transport, or the
 // parameter server's client), what the result means, its closed-form traffic
-// and round count (DESIGN.md), the bottleneck the course names for it and its
+// and round count (docs/design.md), the bottleneck the course names for it and its
 // bus-bandwidth factor. Every list of algorithms - the CLI's flags and
 // defaults, `model`, the course table, the harness, the tests - reads this one
 // table; adding an algorithm is one schedule builder and one entry here.
@@ -41,7 +41,7 @@ struct Collective {
   Semantics semantics;
   Runner runner;
   std::string_view summary;     // one line, for --help and traces
-  std::string_view formula;     // total payload bytes, as DESIGN.md writes it
+  std::string_view formula;     // total payload bytes, as docs/design.md writes it
   std::string_view bottleneck;  // which link decides the time, for the course table
   // nullptr for the parameter server.
   Schedule (*build)(int rank, int world_size, std::int64_t count, int root);

@@ -22,7 +22,7 @@ testbed_require(Protobuf APT libprotobuf-dev protobuf-compiler)
 testbed_require(gRPC CONFIG APT libgrpc++-dev protobuf-compiler-grpc)
 # TESTBED_UCX_DIR=PREFIX builds against the UCX installed there instead of
 # Debian's libucx0, which has no CUDA transports: `.ci/build-ucx-cuda PREFIX`
-# builds Debian's own UCX source with CUDA into PREFIX (README, GPU section).
+# builds Debian's own UCX source with CUDA into PREFIX (docs/gpu.md).
 # It sets ucx_DIR, forced: in a build folder configured before, the cached
 # ucx_DIR (Debian's) would otherwise win, silently. Build-tree binaries get
 # PREFIX/lib in their RUNPATH; the sonames are Debian's, so a binary that

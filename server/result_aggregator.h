@@ -1,6 +1,6 @@
 // Turns the N per-rank measurements of one (algorithm, size) into the row
 // people read: the collective's time in an iteration is its slowest rank's;
-// payload is what the transports counted; theory is DESIGN.md's closed form.
+// payload is what the transports counted; theory is the closed form of docs/design.md.
 #pragma once
 
 #include <vector>

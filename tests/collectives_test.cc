@@ -1,7 +1,7 @@
 // Every collective x world size 1..17 x element count {0, 1, N-1, N+1,
 // 1000003} x data type (float16 on eight of the world sizes), run over the
 // in-process transport: every rank ends with the exact result, and the
-// payload the transport counted equals the closed form of DESIGN.md, as do
+// payload the transport counted equals the closed form of docs/design.md, as do
 // the rounds.
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # experiments/bench/baselines/compare_baselines.sh with the testbed alone (CI has
 # no OpenMPI or Gloo): two interleaved rounds of tiny sizes give every testbed
-# cell, the small-message table and a headline, so the script behind the
-# README's speed section keeps reading the rows as their columns change.
+# cell, the small-message table and a headline, so the script behind
+# docs/speed.md keeps reading the rows as their columns change.
 set -euo pipefail
 script=$1 build=$2
 out_dir=$(mktemp -d "${TMPDIR:-/tmp}/compare-baselines-test.XXXXXX")

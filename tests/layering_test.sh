@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Includes run downward only (README, "Layout"): a file that includes a room
+# Includes run downward only (README.md, "Layout"; docs/design.md, "Layering"): a file that includes a room
 # above its own fails this test, naming the file, the line and the rule.
 #   common/     nothing of the project's but the generated proto messages
 #   allreduce/  common/ only: the core has no gRPC and no protobuf

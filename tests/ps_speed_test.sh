@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # experiments/bench/ps_speed.sh, one round: both TCP figures are measured and every
 # parameter-server row reports a rate and its share of each, so the benchmark
-# the README quotes keeps working as the results' columns change.
+# docs/speed.md quotes keeps working as the results' columns change.
 set -euo pipefail
 script=$1 build=$2
 out=$("$script" "$build" 1 2>&1) || { echo "$out"; echo "ps_speed.sh failed"; exit 1; }

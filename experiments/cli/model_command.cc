@@ -39,7 +39,7 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
   cmd->footer(
       "Columns: rounds; bottleneck_bytes = the busiest link's bytes, summed over rounds\n"
       "(a link carries max(sent, received) of its rank); model_time_us = alpha * rounds +\n"
-      "beta * bottleneck_bytes; formula_bytes = total payload, the closed form of DESIGN.md.\n"
+      "beta * bottleneck_bytes; formula_bytes = total payload, the closed form of docs/design.md.\n"
       "ps: two rounds of N*M/S bytes through a shard's link (in, then out).\n"
       "Example: testbed model --workers 8 --bytes 64MiB --alpha 50us --link-rate 10gbit");
   return cmd;

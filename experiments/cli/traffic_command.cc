@@ -23,7 +23,7 @@ CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
       ->capture_default_str();
   cmd->footer(
       "Columns: total_bytes = payload sent by all ranks; max_rank_bytes = the busiest rank's\n"
-      "busier direction (its link's load); formula_* = the closed forms of DESIGN.md.\n"
+      "busier direction (its link's load); formula_* = the closed forms of docs/design.md.\n"
       "Example: testbed traffic --workers 8 --bytes 64MiB --format csv");
   return cmd;
 }

@@ -1,5 +1,5 @@
 // `testbed traffic`: the payload each all-reduce algorithm moves for N workers
-// and M bytes, counted from the schedules (nothing runs), beside DESIGN.md's
+// and M bytes, counted from the schedules (nothing runs), beside docs/design.md's
 // closed form.
 #pragma once
 

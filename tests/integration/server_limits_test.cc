@@ -3,7 +3,7 @@
 // --max-tensors and a call past --max-calls are each refused with
 // RESOURCE_EXHAUSTED, and the daemon goes on serving. The unit tests hold the
 // limits' arithmetic; this one holds the daemon's flags and gRPC's own
-// message limit to what the README states.
+// message limit to what docs/security.md ("Limits") states.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
 
