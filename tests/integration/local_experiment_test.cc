@@ -441,14 +441,8 @@ TEST(LocalFailure, CtrlCEndsEveryProcessItStarted) {
                           "--iters", "100000"},
                          dir);
   std::smatch pids;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  std::string err;
-  while (std::chrono::steady_clock::now() < deadline) {
-    err = testbed.Stderr();
-    if (err.find("testbed-worker pids") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // into the sweep
+  const std::string err = testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(30));
+  ASSERT_TRUE(testing::WaitForSweeps(testing::LogDir(err), 3, std::chrono::seconds(30))) << err;
   ASSERT_TRUE(std::regex_search(err, pids, std::regex("server pids ([0-9]+) .*testbed-worker pids ([0-9]+) ([0-9]+) ([0-9]+)")))
       << err;
   ASSERT_EQ(kill(testbed.pid(), SIGINT), 0);

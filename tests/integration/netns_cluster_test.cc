@@ -173,7 +173,7 @@ TEST_F(NetnsTest, KilledWorkerFailsTheRunAndLeavesNothingBehind) {
   const std::string tag = found[1].str();
   std::vector<pid_t> daemons;
   for (int i = 2; i <= 5; ++i) daemons.push_back(std::stoi(found[i].str()));
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // into the sweep
+  ASSERT_TRUE(testing::WaitForSweeps(testing::LogDir(err), 3, std::chrono::seconds(30))) << err;
   ASSERT_EQ(kill(daemons[2], SIGKILL), 0);
   const auto status = testbed.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value()) << "testbed local still running 60 s after a worker died";
@@ -193,7 +193,7 @@ TEST_F(NetnsTest, CtrlCRemovesTheClusterToo) {
   const std::string err = testbed.WaitForStderr("testbed-worker pids", std::chrono::seconds(60));
   std::smatch found;
   ASSERT_TRUE(std::regex_search(err, found, std::regex("emulated cluster (tb[0-9]+):"))) << err;
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // into the sweep
+  ASSERT_TRUE(testing::WaitForSweeps(testing::LogDir(err), 2, std::chrono::seconds(30))) << err;
   ASSERT_EQ(kill(testbed.pid(), SIGINT), 0);
   const auto status = testbed.Wait(std::chrono::seconds(30));
   ASSERT_TRUE(status.has_value()) << "testbed local ignored Ctrl-C";

@@ -128,7 +128,9 @@ TEST(ParameterServerFailure, KilledShardFailsTheWorkersWithAClearError) {
   const std::optional<int> shard = testing::LoggedNumber(
       dir + "/logs/server-1.log", "as parameter-server shard ([0-9]+)", std::chrono::seconds(30));
   ASSERT_TRUE(shard.has_value()) << testing::ReadFile(dir + "/logs/server-1.log");
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
+  ASSERT_TRUE(testing::WaitForSweeps(dir + "/logs", 2, std::chrono::seconds(30)))
+      << testing::ReadFile(dir + "/logs/worker-0.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a few steps into the sweep
   ASSERT_EQ(kill(pids->servers[1], SIGKILL), 0);
   const auto killed_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));
@@ -163,7 +165,9 @@ TEST(ParameterServerFailure, StalledShardFailsTheWorkersOnTheirTimeout) {
   const std::optional<int> shard = testing::LoggedNumber(
       dir + "/logs/server-1.log", "as parameter-server shard ([0-9]+)", std::chrono::seconds(30));
   ASSERT_TRUE(shard.has_value()) << testing::ReadFile(dir + "/logs/server-1.log");
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // into the sweep
+  ASSERT_TRUE(testing::WaitForSweeps(dir + "/logs", 2, std::chrono::seconds(30)))
+      << testing::ReadFile(dir + "/logs/worker-0.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a few steps into the sweep
   ASSERT_EQ(kill(pids->servers[1], SIGSTOP), 0);
   const auto stopped_at = std::chrono::steady_clock::now();
   const auto status = testbed.Wait(std::chrono::seconds(60));

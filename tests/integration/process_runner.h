@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +50,23 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The file at `path` once it holds `text` and the rest of that line (a reader
+// can catch a line half written), or as it is after `timeout`.
+inline std::string WaitForLine(const std::string& path, const std::string& text,
+                               std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto holds_whole_line = [&](const std::string& content) {
+    const std::size_t at = content.find(text);
+    return at != std::string::npos && content.find('\n', at) != std::string::npos;
+  };
+  std::string content = ReadFile(path);
+  while (!holds_whole_line(content) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    content = ReadFile(path);
+  }
+  return content;
 }
 
 class TestbedProcess {
@@ -105,28 +123,13 @@ class TestbedProcess {
   // that line (a reader can catch a line half written), or as it is after
   // `timeout`.
   std::string WaitForStderr(const std::string& text, std::chrono::milliseconds timeout) const {
-    return WaitFor(err_, text, timeout);
+    return WaitForLine(err_, text, timeout);
   }
   std::string WaitForStdout(const std::string& text, std::chrono::milliseconds timeout) const {
-    return WaitFor(out_, text, timeout);
+    return WaitForLine(out_, text, timeout);
   }
 
  private:
-  static std::string WaitFor(const std::string& path, const std::string& text,
-                             std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const auto holds_whole_line = [&](const std::string& content) {
-      const std::size_t at = content.find(text);
-      return at != std::string::npos && content.find('\n', at) != std::string::npos;
-    };
-    std::string content = ReadFile(path);
-    while (!holds_whole_line(content) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      content = ReadFile(path);
-    }
-    return content;
-  }
-
   pid_t pid_ = -1;
   std::optional<int> status_;
   std::string out_, err_;
@@ -252,6 +255,32 @@ inline std::optional<int> LoggedNumber(const std::string& path, const std::strin
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+}
+
+// The folder `testbed local` said its daemons log to ("...; logs in DIR"), or "".
+inline std::string LogDir(const std::string& err) {
+  std::smatch match;
+  if (!std::regex_search(err, match, std::regex("; logs in ([^\n]+)"))) return "";
+  return match[1].str();
+}
+
+// Whether every worker of a `testbed local` run logging to `log_dir` said,
+// within `timeout`, that its sweep has started ("experiment N: sweep
+// started", worker/control_handlers.cc): the moment a test means by "mid-sweep",
+// instead of a guess of seconds.
+inline bool WaitForSweeps(const std::string& log_dir, int workers,
+                          std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int i = 0; i < workers; ++i) {
+    const std::string log = (std::filesystem::path(log_dir) / ("worker-" + std::to_string(i) + ".log")).string();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (WaitForLine(log, "sweep started", std::max(left, std::chrono::milliseconds(0)))
+            .find("sweep started") == std::string::npos) {
+      return false;
+    }
+  }
+  return true;
 }
 
 inline std::vector<std::string> Lines(const std::string& text) {
