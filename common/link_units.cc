@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace testbed {
 namespace {
@@ -71,6 +72,27 @@ absl::StatusOr<double> ParseLinkRate(std::string_view raw) {
   return absl::InvalidArgumentError(
       "bad link rate '" + std::string(raw) +
       "' (bits per second, > 0: 100mbit, 1gbit, 10gbit, 500kbit or a plain number)");
+}
+
+absl::StatusOr<std::uint64_t> ParseLinkRateBps(std::string_view text) {
+  absl::StatusOr<double> rate = ParseLinkRate(text);
+  if (!rate.ok()) return rate.status();
+  if (*rate < 1 || *rate > 1e15) {
+    return absl::InvalidArgumentError("link rate '" + std::string(text) +
+                                      "' is outside 1 bit/s .. 1000 Tbit/s");
+  }
+  return static_cast<std::uint64_t>(std::llround(*rate));
+}
+
+std::string FormatLinkRate(std::uint64_t bits_per_second) {
+  for (const auto& [unit, scale] : {std::pair{"gbit", std::uint64_t{1000000000}},
+                                    std::pair{"mbit", std::uint64_t{1000000}},
+                                    std::pair{"kbit", std::uint64_t{1000}}}) {
+    if (bits_per_second >= scale && bits_per_second % scale == 0) {
+      return std::to_string(bits_per_second / scale) + unit;
+    }
+  }
+  return std::to_string(bits_per_second) + "bit";
 }
 
 }  // namespace testbed

@@ -5,12 +5,80 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/algorithm_choice.h"
 #include "allreduce/collective.h"
-#include "allreduce/data_type.h"
-#include "allreduce/memory.h"
 #include "allreduce/segment_plan.h"
 #include "common/byte_size.h"
+#include "common/limits.h"
+#include "proto/enum_text.h"
 
 namespace testbed {
+
+DataType DataTypeOf(proto::Dtype::Kind dtype) {
+  switch (dtype) {
+    case proto::Dtype::float64: return DataType::kFloat64;
+    case proto::Dtype::int32: return DataType::kInt32;
+    case proto::Dtype::float16: return DataType::kFloat16;
+    default: return DataType::kFloat32;
+  }
+}
+
+proto::Dtype::Kind DtypeOf(DataType type) {
+  switch (type) {
+    case DataType::kFloat64: return proto::Dtype::float64;
+    case DataType::kInt32: return proto::Dtype::int32;
+    case DataType::kFloat16: return proto::Dtype::float16;
+    case DataType::kFloat32: break;
+  }
+  return proto::Dtype::float32;
+}
+
+ReduceOp ReduceOpOf(proto::Op::Kind op) {
+  switch (op) {
+    case proto::Op::min: return ReduceOp::kMin;
+    case proto::Op::max: return ReduceOp::kMax;
+    default: return ReduceOp::kSum;
+  }
+}
+
+MemoryType MemoryTypeOf(proto::Memory::Kind memory) {
+  switch (memory) {
+    case proto::Memory::pinned: return MemoryType::kPinned;
+    case proto::Memory::cuda: return MemoryType::kCuda;
+    case proto::Memory::fake_device: return MemoryType::kFakeDevice;
+    default: return MemoryType::kHost;
+  }
+}
+
+absl::StatusOr<proto::Segment> ParseSegment(std::string_view text) {
+  proto::Segment segment;
+  if (text == "off") {
+    segment.mutable_off();
+  } else if (text == "auto") {
+    segment.mutable_auto_();
+  } else {
+    absl::StatusOr<std::int64_t> bytes = ParseByteSize(text);
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes <= 0 || *bytes > kMaxBytesPerWorker) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a segment is off, auto or 1 byte .. 4 GiB, not '", std::string(text), "'"));
+    }
+    segment.set_bytes(static_cast<std::uint64_t>(*bytes));
+  }
+  return segment;
+}
+
+std::string SegmentText(const proto::Segment& segment) {
+  switch (segment.size_case()) {
+    case proto::Segment::kOff: return "off";
+    case proto::Segment::kAuto: return "auto";
+    case proto::Segment::kBytes: return FormatByteSize(static_cast<std::int64_t>(segment.bytes()));
+    case proto::Segment::SIZE_NOT_SET: break;
+  }
+  return "";
+}
+
+double ModelAlphaSeconds(const proto::ExperimentSpec& spec) {
+  return (spec.has_model_alpha_us() ? spec.model_alpha_us() : kDefaultModelAlphaUs) * 1e-6;
+}
 
 bool UsesParameterServer(const proto::ExperimentSpec& spec) {
   for (const std::string& name : spec.algorithms()) {
@@ -23,79 +91,107 @@ bool UsesParameterServer(const proto::ExperimentSpec& spec) {
 }
 
 bool ParameterServerCanReduce(const proto::ExperimentSpec& spec) {
-  return (spec.op().empty() || spec.op() == "sum") && spec.dtype() != Name(DataType::kFloat16);
+  return spec.op() == proto::Op::sum && spec.dtype() != proto::Dtype::float16;
 }
 
 std::int64_t ElementBytes(const proto::ExperimentSpec& spec) {
-  return static_cast<std::int64_t>(ElementSize(*ParseDataType(spec.dtype())));
+  return static_cast<std::int64_t>(ElementSize(DataTypeOf(spec.dtype())));
 }
 
 void ApplyDefaults(proto::ExperimentSpec& spec) {
-  if (spec.iterations() == 0) spec.set_iterations(10);
-  if (spec.dtype().empty()) spec.set_dtype("float32");
-  if (spec.op().empty()) spec.set_op("sum");
-  if (spec.timeout_s() == 0) spec.set_timeout_s(60);
-  if (spec.servers() == 0) spec.set_servers(1);
-  if (spec.memory().empty()) spec.set_memory("host");
-  if (spec.gpu_path().empty()) spec.set_gpu_path("auto");
+  if (spec.iterations() == 0) spec.set_iterations(kDefaultIterations);
+  if (spec.timeout_s() == 0) spec.set_timeout_s(kDefaultTimeoutS);
+  if (spec.servers() == 0) spec.set_servers(kDefaultServers);
+  if (!spec.has_model_alpha_us()) spec.set_model_alpha_us(kDefaultModelAlphaUs);
 }
 
-absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) {
-  const auto bad = [](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat("bad experiment: ", parts...));
-  };
-  if (spec.workers() < 1 || spec.workers() > 1024) {
-    return bad("workers must be 1..1024, not ", spec.workers());
+namespace {
+
+template <typename... Parts>
+absl::Status Bad(const Parts&... parts) {
+  return absl::InvalidArgumentError(absl::StrCat("bad experiment: ", parts...));
+}
+
+// A value of an enum this build does not know arrives only from a newer peer
+// or a hand-made message; text specs and flags name known values or fail.
+template <typename Enum>
+absl::Status KnownValue(const char* field, Enum value, bool (*valid)(int)) {
+  if (valid(value)) return absl::OkStatus();
+  return Bad("unknown ", field, " value ", static_cast<int>(value), " (", EnumTexts<Enum>(), ")");
+}
+
+absl::Status ValidateVocabulary(const proto::ExperimentSpec& spec) {
+  for (absl::Status st : {KnownValue("dtype", spec.dtype(), proto::Dtype::Kind_IsValid),
+                          KnownValue("op", spec.op(), proto::Op::Kind_IsValid),
+                          KnownValue("network", spec.network(), proto::Network::Kind_IsValid),
+                          KnownValue("memory", spec.memory(), proto::Memory::Kind_IsValid),
+                          KnownValue("gpu_path", spec.gpu_path(), proto::GpuPath::Kind_IsValid)}) {
+    if (!st.ok()) return st;
   }
-  if (spec.algorithms().empty()) return bad("no algorithms");
+  if (spec.segment().size_case() == proto::Segment::kBytes &&
+      (spec.segment().bytes() == 0 ||
+       spec.segment().bytes() > static_cast<std::uint64_t>(kMaxBytesPerWorker))) {
+    return Bad("segment bytes must be 1..", kMaxBytesPerWorker, ", not ", spec.segment().bytes());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAlgorithms(const proto::ExperimentSpec& spec, SpecReader reader) {
+  if (spec.algorithms().empty()) return Bad("no algorithms");
   for (const std::string& name : spec.algorithms()) {
     if (name == kAutoAlgorithm && reader == SpecReader::kCli) continue;
     const Collective* c = FindCollective(name);
     if (c == nullptr) {
-      return bad("unknown algorithm '", name, "' (choose from ", CollectiveNames(Kinds::kAll),
+      return Bad("unknown algorithm '", name, "' (choose from ", CollectiveNames(Kinds::kAll),
                  reader == SpecReader::kCli ? ", auto" : "", ")");
     }
     if (c->runs_on_parameter_server() && !ParameterServerCanReduce(spec)) {
-      return spec.dtype() == Name(DataType::kFloat16)
-                 ? bad(name, " holds float32, float64 or int32 tensors, not float16")
-                 : bad(name, " aggregates sums only, not ", spec.op());
-    }
-  }
-  if (spec.servers() < 1 || spec.servers() > 64) return bad("servers must be 1..64");
-  const auto type = ParseDataType(spec.dtype());
-  if (!type) return bad("unknown dtype '", spec.dtype(), "' (", DataTypeNames(), ")");
-  if (!ParseReduceOp(spec.op())) return bad("unknown op '", spec.op(), "' (sum, min, max)");
-  if (spec.sizes().empty()) return bad("no sizes");
-  const auto element = static_cast<std::int64_t>(ElementSize(*type));
-  for (std::int64_t size : spec.sizes()) {
-    if (size < 0) return bad("size ", size, " is negative (sizes are bytes per worker)");
-    if (size % element != 0) {
-      return bad("size ", size, " is not a whole number of ", std::string(Name(*type)), " (",
-                 element, "-byte) elements");
-    }
-    if (size > (std::int64_t{4} << 30)) return bad("size ", size, " is over 4 GiB per worker");
-  }
-  if (spec.iterations() > 1000000) return bad("iterations over 1000000");
-  if (!spec.memory().empty() && !ParseMemoryType(spec.memory())) {
-    return bad("unknown memory '", spec.memory(), "' (", MemoryTypeNames(), ")");
-  }
-  if (spec.gpu_path() != "" && spec.gpu_path() != "auto" && spec.gpu_path() != "direct" &&
-      spec.gpu_path() != "staged") {
-    return bad("unknown gpu_path '", spec.gpu_path(), "' (auto, direct, staged)");
-  }
-  if (spec.segment() != "" && spec.segment() != "off" && spec.segment() != "auto") {
-    const absl::StatusOr<std::int64_t> segment = ParseByteSize(spec.segment());
-    if (!segment.ok() || *segment <= 0) {
-      return bad("segment '", spec.segment(), "' is not off, auto or a positive size");
+      return spec.dtype() == proto::Dtype::float16
+                 ? Bad(name, " holds float32, float64 or int32 tensors, not float16")
+                 : Bad(name, " aggregates sums only, not ", EnumText(spec.op()));
     }
   }
   return absl::OkStatus();
 }
 
-std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes) {
-  if (spec.segment().empty() || spec.segment() == "off") return 0;
-  if (spec.segment() == "auto") return AutoSegmentBytes(bytes);
-  return static_cast<std::size_t>(*ParseByteSize(spec.segment()));
+}  // namespace
+
+absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) {
+  if (absl::Status st = ValidateVocabulary(spec); !st.ok()) return st;
+  if (spec.workers() < 1 || spec.workers() > kMaxWorkers) {
+    return Bad("workers must be 1..", kMaxWorkers, ", not ", spec.workers());
+  }
+  if (absl::Status st = ValidateAlgorithms(spec, reader); !st.ok()) return st;
+  if (spec.servers() < 1 || spec.servers() > kMaxServers) {
+    return Bad("servers must be 1..", kMaxServers);
+  }
+  if (spec.sizes().empty()) return Bad("no sizes");
+  const DataType type = DataTypeOf(spec.dtype());
+  const auto element = static_cast<std::int64_t>(ElementSize(type));
+  for (std::int64_t size : spec.sizes()) {
+    if (size < 0) return Bad("size ", size, " is negative (sizes are bytes per worker)");
+    if (size % element != 0) {
+      return Bad("size ", size, " is not a whole number of ", std::string(Name(type)), " (",
+                 element, "-byte) elements");
+    }
+    if (size > kMaxBytesPerWorker) return Bad("size ", size, " is over 4 GiB per worker");
+  }
+  if (spec.iterations() > kMaxIterations) return Bad("iterations over ", kMaxIterations);
+  return absl::OkStatus();
+}
+
+std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes, bool staged) {
+  std::size_t segment = 0;
+  switch (spec.segment().size_case()) {
+    case proto::Segment::kOff: return 0;
+    case proto::Segment::kAuto: segment = AutoSegmentBytes(bytes); break;
+    case proto::Segment::kBytes: segment = static_cast<std::size_t>(spec.segment().bytes()); break;
+    case proto::Segment::SIZE_NOT_SET: break;
+  }
+  // Staged, whole steps would expose every copy down and up: unless the spec
+  // says off, cut them.
+  if (segment == 0 && staged) segment = StagedSegmentBytes(bytes);
+  return segment;
 }
 
 }  // namespace testbed

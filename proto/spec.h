@@ -4,11 +4,37 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "allreduce/data_type.h"
+#include "allreduce/memory.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {
+
+// The defaults of a spec's numbers left at 0 (its enums default to their
+// zero values, proto/vocabulary.proto).
+inline constexpr int kDefaultIterations = 10;
+inline constexpr int kDefaultTimeoutS = 60;
+inline constexpr int kDefaultServers = 1;
+inline constexpr double kDefaultModelAlphaUs = 50;
+
+// The spec's vocabulary as the data path's types: conversions, not parses.
+DataType DataTypeOf(proto::Dtype::Kind dtype);
+ReduceOp ReduceOpOf(proto::Op::Kind op);
+MemoryType MemoryTypeOf(proto::Memory::Kind memory);
+proto::Dtype::Kind DtypeOf(DataType type);
+
+// --segment's text: "off", "auto" or a positive size ("1MiB"), as a Segment.
+absl::StatusOr<proto::Segment> ParseSegment(std::string_view text);
+// Back to that text ("" where unset), for messages and tests.
+std::string SegmentText(const proto::Segment& segment);
+
+// The cost model's latency per round, in seconds (unset: the default).
+double ModelAlphaSeconds(const proto::ExperimentSpec& spec);
 
 // Whether the spec runs the parameter server (ps, or auto where it may
 // choose ps).
@@ -22,7 +48,7 @@ bool ParameterServerCanReduce(const proto::ExperimentSpec& spec);
 // Bytes per element of the spec's dtype. The spec must be valid.
 std::int64_t ElementBytes(const proto::ExperimentSpec& spec);
 
-// Fills the documented defaults (iterations 10, dtype float32, op sum, ...).
+// Fills the numbers' defaults above (iterations, timeout, servers, alpha).
 void ApplyDefaults(proto::ExperimentSpec& spec);
 
 // Who checks a spec: the CLI accepts "auto" among the algorithms (it runs a
@@ -30,13 +56,16 @@ void ApplyDefaults(proto::ExperimentSpec& spec);
 // are only ever sent registry names.
 enum class SpecReader { kDaemon, kCli };
 
-// InvalidArgument naming the first bad field: unknown algorithm, N < 1, a size
-// that is not a whole number of elements, no sizes, ...
+// InvalidArgument naming the first bad field: unknown algorithm, N < 1 or
+// over kMaxWorkers (common/limits.h), a size that is not a whole number of
+// elements, no sizes, an enum value this build does not know, ...
 absl::Status ValidateSpec(const proto::ExperimentSpec& spec,
                           SpecReader reader = SpecReader::kDaemon);
 
 // The segment size the executor uses for messages of `bytes` per worker
-// under the spec's `segment` (0: whole steps). The spec must be valid.
-std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes);
+// under the spec's `segment` (0: whole steps), where `staged` says whether
+// the vector is device memory staged through host memory (an unset segment
+// then overlaps the copies with the transfers). The spec must be valid.
+std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes, bool staged);
 
 }  // namespace testbed

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "proto/enum_text.h"
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
 #include "allreduce/collective.h"
@@ -40,7 +41,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_workers(n);
   row.set_bytes(first.bytes());
   row.set_iterations(iterations);
-  row.set_dtype(spec.dtype());
+  row.set_dtype(EnumText(spec.dtype()));
   row.set_transport(first.transport());
 
   row.set_segment_bytes(first.segment_bytes());

@@ -17,7 +17,7 @@ namespace {
 constexpr std::int64_t kKiB = 1024, kMiB = 1024 * kKiB;
 
 proto::ExperimentSpec Spec(std::vector<std::string> algorithms, std::vector<std::int64_t> sizes,
-                           const std::string& op = "sum") {
+                           proto::Op::Kind op = proto::Op::sum) {
   proto::ExperimentSpec spec;
   spec.set_workers(4);
   for (const std::string& a : algorithms) spec.add_algorithms(a);
@@ -53,7 +53,7 @@ TEST(AutoAlgorithmsTest, CandidatesAreTheAllReducesAndPsOnlyForSums) {
   EXPECT_NE(std::find(sum.begin(), sum.end(), "ps"), sum.end());
   EXPECT_NE(std::find(sum.begin(), sum.end(), "halving-doubling"), sum.end());
   EXPECT_EQ(std::find(sum.begin(), sum.end(), "reduce-scatter"), sum.end());
-  const std::vector<std::string> max = AutoCandidates(Spec({"auto"}, {8}, "max"));
+  const std::vector<std::string> max = AutoCandidates(Spec({"auto"}, {8}, proto::Op::max));
   EXPECT_EQ(std::find(max.begin(), max.end(), "ps"), max.end());
   EXPECT_EQ(max.size() + 1, sum.size());
 }
@@ -183,7 +183,7 @@ TEST(AutoAlgorithmsTest, OnlyTheCliAcceptsAuto) {
   ASSERT_FALSE(daemon.ok());
   EXPECT_NE(daemon.message().find("unknown algorithm 'auto'"), std::string::npos);
   EXPECT_TRUE(UsesParameterServer(spec));  // auto may choose ps: its shards must be there
-  EXPECT_FALSE(UsesParameterServer(Spec({"auto"}, {8}, "max")));
+  EXPECT_FALSE(UsesParameterServer(Spec({"auto"}, {8}, proto::Op::max)));
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ TEST(TrafficCommandTest, JsonRowsCarryTheMeasuredAndFormulaBytes) {
   TrafficOptions options;
   options.workers = 4;
   options.bytes = "1KiB";
-  options.format = "json";
+  options.format = OutputFormat::kJson;
   std::ostringstream out, err;
   ASSERT_EQ(RunTraffic(options, out, err), 0) << err.str();
   const std::string text = out.str();

@@ -145,7 +145,7 @@ TEST_F(CoreTest, TheLastWorkerToAttachStartsThePreparation) {
     EXPECT_EQ(out[r].message.prepare().world_size(), 3u);
     EXPECT_EQ(out[r].message.prepare().experiment_id(), 1u);
     EXPECT_EQ(out[r].message.prepare().spec().iterations(), 2u);
-    EXPECT_EQ(out[r].message.prepare().spec().dtype(), "float32");  // defaults applied
+    EXPECT_EQ(out[r].message.prepare().spec().timeout_s(), 60u);  // defaults applied
   }
 }
 

@@ -138,13 +138,29 @@ TEST(ModelCommandTest, ParsesDurationsAndRates) {
   }
 }
 
+// What the flags store and what rows and messages print back.
+TEST(ModelCommandTest, LinkRatesAreWholeBitsPerSecondAndPrintAsTcWritesThem) {
+  EXPECT_EQ(*ParseLinkRateBps("1gbit"), 1000000000u);
+  EXPECT_EQ(*ParseLinkRateBps("1.5gbit"), 1500000000u);
+  EXPECT_FALSE(ParseLinkRateBps("0.5").ok());  // under 1 bit/s would read as unlimited
+  EXPECT_FALSE(ParseLinkRateBps("2000000gbit").ok());
+  EXPECT_EQ(FormatLinkRate(1000000000), "1gbit");
+  EXPECT_EQ(FormatLinkRate(100000000), "100mbit");
+  EXPECT_EQ(FormatLinkRate(1500000000), "1500mbit");
+  EXPECT_EQ(FormatLinkRate(500000), "500kbit");
+  EXPECT_EQ(FormatLinkRate(1234), "1234bit");
+  for (const char* text : {"100mbit", "1gbit", "10gbit", "500kbit"}) {
+    EXPECT_EQ(FormatLinkRate(*ParseLinkRateBps(text)), text);
+  }
+}
+
 TEST(ModelCommandTest, JsonRowsForEveryAlgorithm) {
   ModelOptions options;
   options.workers = 4;
   options.bytes = "1MiB";
   options.alpha = "10us";
-  options.link_rate = "1gbit";
-  options.format = "json";
+  options.link_rate_bps = 1000000000;
+  options.format = OutputFormat::kJson;
   std::ostringstream out, err;
   ASSERT_EQ(RunModel(options, out, err), 0) << err.str();
   const std::string text = out.str();
@@ -208,7 +224,7 @@ TEST(FitCommandTest, RecoversTheModelsParametersPerGroup) {
   const auto rows = ReadResultRows(in);
   ASSERT_TRUE(rows.ok()) << rows.status();
   std::ostringstream out, err;
-  ASSERT_EQ(RunFit(*rows, "csv", out, err), 0) << err.str();
+  ASSERT_EQ(RunFit(*rows, OutputFormat::kCsv, out, err), 0) << err.str();
   EXPECT_EQ(out.str().substr(0, out.str().find('\n')),
             "algorithm,transport,workers,points,sizes,alpha_us,beta_ns_per_byte,link_gbit_s,r2,"
             "worst_rel_residual");
@@ -228,7 +244,7 @@ TEST(FitCommandTest, SaysWhenAGroupHasOneSize) {
   std::vector<proto::ResultRow> rows = {row, row};
   rows[1].set_time_us_avg(110);
   std::ostringstream out, err;
-  EXPECT_NE(RunFit(rows, "table", out, err), 0);
+  EXPECT_NE(RunFit(rows, OutputFormat::kTable, out, err), 0);
   EXPECT_NE(err.str().find("ring (tcp): needs at least 2 distinct sizes"), std::string::npos)
       << err.str();
 }

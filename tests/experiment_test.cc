@@ -13,6 +13,7 @@
 #include "allreduce/segment_plan.h"
 #include "allreduce/transport/inprocess_transport.h"
 #include "experiments/cli/experiment_flags.h"
+#include "proto/enum_text.h"
 #include "proto/spec.h"
 #include "server/result_aggregator.h"
 #include "worker/interface_counters.h"
@@ -86,10 +87,11 @@ TEST(SpecTest, ValidationNamesTheBadField) {
   nobody.set_workers(0);
   EXPECT_FALSE(ValidateSpec(nobody).ok());
   proto::ExperimentSpec gpu = spec;
-  gpu.set_memory("gpu");
+  // A value this build does not know (a newer peer's, or a hand-made message).
+  gpu.set_memory(static_cast<proto::Memory::Kind>(9));
   EXPECT_EQ(ValidateSpec(gpu).message(),
-            "bad experiment: unknown memory 'gpu' (host, pinned, cuda, fake-device)");
-  gpu.set_memory("fake-device");
+            "bad experiment: unknown memory value 9 (host, pinned, cuda, fake-device)");
+  gpu.set_memory(proto::Memory::fake_device);
   EXPECT_TRUE(ValidateSpec(gpu).ok());
 }
 
@@ -101,6 +103,56 @@ TEST(SpecTest, FileErrorsCarryLineAndColumn) {
   EXPECT_NE(spec.status().message().find("testbed_bad_spec.textproto:3:15"), std::string::npos)
       << spec.status();
   std::filesystem::remove(path);
+}
+
+// A spec file written when these fields were strings is refused with one
+// line naming the field, its old value and the new spelling - never read
+// with the field quietly dropped (an old link_rate must not become unlimited).
+TEST(SpecTest, OldStringSpellingsAreRefusedWithTheNewOne) {
+  const std::string path = std::filesystem::temp_directory_path() / "testbed_old_spec.textproto";
+  for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"dtype: \"float64\"", "write dtype: float64"},
+           {"memory: \"fake-device\"", "write memory: fake_device"},
+           {"network:  \"netns\"", "write network: netns"},
+           {"segment: \"1MiB\"", "write segment { bytes: 1048576 }"},
+           {"segment: \"auto\"", "write segment { auto { } }"},
+           {"link_rate: \"100mbit\"", "write link_rate_bps: 100000000"},
+           {"model_alpha: \"100us\"", "write model_alpha_us: 100"}}) {
+    std::ofstream(path) << "workers: 2\n" << line << "\n";
+    const auto spec = ReadSpecFile(path);
+    ASSERT_FALSE(spec.ok()) << line;
+    EXPECT_EQ(spec.status().message(),
+              absl::StrCat(path, ":2: ", line, " is the old spelling; ", expected));
+  }
+  std::ofstream(path) << "workers: 2\ndtype: float16\nsegment { bytes: 4096 }\n"
+                      << "link_rate_bps: 100000000\nmemory: fake_device\n";
+  const auto spec = ReadSpecFile(path);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->dtype(), proto::Dtype::float16);
+  EXPECT_EQ(spec->segment().bytes(), 4096u);
+  EXPECT_EQ(spec->link_rate_bps(), 100000000u);
+  EXPECT_EQ(spec->memory(), proto::Memory::fake_device);
+  std::filesystem::remove(path);
+}
+
+// One vocabulary: every value a spec can name is the data path's own word
+// for it, so flags, spec files, rows and the data path agree.
+TEST(SpecTest, TheSpecVocabularyIsTheDataPathsNames) {
+  for (int v = 0; v < proto::Dtype::Kind_ARRAYSIZE; ++v) {
+    const auto dtype = static_cast<proto::Dtype::Kind>(v);
+    EXPECT_EQ(EnumText(dtype), Name(DataTypeOf(dtype)));
+    EXPECT_EQ(DtypeOf(DataTypeOf(dtype)), dtype);
+  }
+  for (int v = 0; v < proto::Op::Kind_ARRAYSIZE; ++v) {
+    const auto op = static_cast<proto::Op::Kind>(v);
+    EXPECT_EQ(EnumText(op), Name(ReduceOpOf(op)));
+  }
+  for (int v = 0; v < proto::Memory::Kind_ARRAYSIZE; ++v) {
+    const auto memory = static_cast<proto::Memory::Kind>(v);
+    EXPECT_EQ(EnumText(memory), Name(MemoryTypeOf(memory)));
+  }
+  EXPECT_EQ(EnumTexts<proto::Dtype::Kind>(), DataTypeNames());
+  EXPECT_EQ(EnumTexts<proto::Memory::Kind>(), MemoryTypeNames());
 }
 
 TEST(SpecTest, FlagsOverrideOnlyWhatIsGivenBesideASpecFile) {
@@ -134,7 +186,9 @@ TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
   spec.add_sizes(4);
   spec.set_iterations(2);
   spec.set_warmup(1);
-  spec.set_segment(std::get<1>(GetParam()));
+  if (!std::get<1>(GetParam()).empty()) {
+    *spec.mutable_segment() = *ParseSegment(std::get<1>(GetParam()));
+  }
   ApplyDefaults(spec);
   ASSERT_TRUE(ValidateSpec(spec).ok());
 
@@ -171,7 +225,7 @@ TEST_P(SweepTest, EveryRankMeasuresExactResultsOverTheInProcessTransport) {
     EXPECT_EQ(aggregated->payload_bytes_total(), aggregated->theory_bytes_total());
     EXPECT_GT(aggregated->theory_bytes_total(), 0u);  // equal, and not because both are absent
     EXPECT_EQ(aggregated->wire_bytes_sent_size(), std::get<0>(GetParam()).empty() ? 0 : 3);
-    EXPECT_EQ(aggregated->segment_bytes(), SegmentBytesFor(spec, aggregated->bytes()));
+    EXPECT_EQ(aggregated->segment_bytes(), SegmentBytesFor(spec, aggregated->bytes(), /*staged=*/false));
   }
 }
 
@@ -201,7 +255,6 @@ proto::RankResult Result(int rank, std::vector<double> times, std::uint64_t sent
 TEST(AggregateTest, AnIterationTakesItsSlowestRanksTime) {
   proto::ExperimentSpec spec;
   spec.set_workers(2);
-  spec.set_dtype("float32");
   const auto row = AggregateRow(spec, {Result(0, {10, 40}, 1000000), Result(1, {30, 20}, 1000000)});
   ASSERT_TRUE(row.ok()) << row.status();
   EXPECT_DOUBLE_EQ(row->time_us_min(), 30);
@@ -222,7 +275,6 @@ TEST(AggregateTest, AnIterationTakesItsSlowestRanksTime) {
 TEST(AggregateTest, PercentilesOfTheSlowestRanksTimesAndTheSegment) {
   proto::ExperimentSpec spec;
   spec.set_workers(2);
-  spec.set_dtype("float32");
   std::vector<double> slow(200), fast(200, 0.5);
   for (int i = 0; i < 200; ++i) slow[i] = 200 - i;  // 200, 199, ..., 1
   proto::RankResult a = Result(0, fast, 1000000), b = Result(1, slow, 1000000);
@@ -242,27 +294,30 @@ TEST(SpecTest, SegmentIsOffAutoOrAPositiveSize) {
   spec.add_algorithms("ring");
   spec.add_sizes(4096);
   ApplyDefaults(spec);
-  for (const char* good : {"", "off", "auto", "1MiB", "4"}) {
-    spec.set_segment(good);
+  for (const char* good : {"off", "auto", "1MiB", "4"}) {
+    *spec.mutable_segment() = *ParseSegment(good);
     EXPECT_TRUE(ValidateSpec(spec).ok()) << good;
   }
-  for (const char* bad : {"0", "-4", "often"}) {
-    spec.set_segment(bad);
-    EXPECT_NE(ValidateSpec(spec).message().find("segment"), std::string::npos) << bad;
+  for (const char* bad : {"0", "-4", "often", "5GiB"}) {
+    EXPECT_FALSE(ParseSegment(bad).ok()) << bad;
   }
-  spec.set_segment("1MiB");
-  EXPECT_EQ(SegmentBytesFor(spec, 4096), std::size_t{1} << 20);
-  spec.set_segment("off");
-  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20), 0u);
-  spec.set_segment("auto");
-  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20), AutoSegmentBytes(64 << 20));
+  spec.mutable_segment()->set_bytes(0);  // a hand-made message
+  EXPECT_NE(ValidateSpec(spec).message().find("segment"), std::string::npos);
+  spec.mutable_segment()->set_bytes(1 << 20);
+  EXPECT_EQ(SegmentBytesFor(spec, 4096, /*staged=*/false), std::size_t{1} << 20);
+  *spec.mutable_segment() = *ParseSegment("off");
+  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, /*staged=*/true), 0u);  // off means off
+  *spec.mutable_segment() = *ParseSegment("auto");
+  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, false), AutoSegmentBytes(64 << 20));
+  spec.clear_segment();  // unset: whole steps, unless staged
+  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, false), 0u);
+  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, true), StagedSegmentBytes(64 << 20));
 }
 
 // nccl-tests' factors, at N = 4 where each differs from the others and from 1.
 TEST(AggregateTest, BusBandwidthUsesEachCollectivesFactor) {
   proto::ExperimentSpec spec;
   spec.set_workers(4);
-  spec.set_dtype("float32");
   for (const auto& [name, factor] : std::vector<std::pair<std::string, double>>{
            {"ring", 1.5}, {"ps", 1.5}, {"butterfly", 1.5}, {"reduce-scatter", 0.75},
            {"all-gather", 0.75}, {"broadcast", 1.0}, {"reduce", 1.0}}) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/transport/ucx_settings.h"
 #include "common/memory_reuse.h"
+#include "proto/spec.h"
 #include "worker/interface_counters.h"
 #include "worker/sweep_runner.h"
 #include "worker/train/dataset.h"
@@ -31,7 +32,15 @@ std::string TransportLabel(const UcxTransport& transport) {
 // run's, 120 s where it gives none.
 std::chrono::seconds Timeout(const Experiment& e) {
   if (e.training) return std::chrono::seconds(e.training->timeout_s() ? e.training->timeout_s() : 120);
-  return std::chrono::seconds(e.spec.timeout_s() ? e.spec.timeout_s() : 60);
+  return std::chrono::seconds(e.spec.timeout_s() ? e.spec.timeout_s() : kDefaultTimeoutS);
+}
+
+GpuPathRequest GpuPathRequestOf(proto::GpuPath::Kind path) {
+  switch (path) {
+    case proto::GpuPath::direct: return GpuPathRequest::kDirect;
+    case proto::GpuPath::staged: return GpuPathRequest::kStaged;
+    default: return GpuPathRequest::kAuto;
+  }
 }
 
 // TrainingRow.deployment of a run on daemons: where `testbed train` placed
@@ -123,7 +132,7 @@ absl::Status ControlHandlers::MakeTransport(const proto::Prepare& prepare) {
   ucx.wait_timeout = Timeout(e);
   // Validated specs name a known path; a direct request UCX cannot honour is
   // refused here, before any rank connects or moves a byte.
-  ucx.gpu_path = ParseGpuPathRequest(e.spec.gpu_path()).value_or(GpuPathRequest::kAuto);
+  ucx.gpu_path = GpuPathRequestOf(e.spec.gpu_path());
   ucx.peer_error_handling =
       WantPeerErrorHandling(options_.peer_error_handling, std::getenv("UCX_TLS"));
   auto created = UcxTransport::Create(prepare.rank(), prepare.world_size(), ucx);
@@ -133,7 +142,7 @@ absl::Status ControlHandlers::MakeTransport(const proto::Prepare& prepare) {
         absl::StrCat("cannot create a UCX transport: ", created.status().ToString()));
   }
   e.transport = std::move(*created);
-  const MemoryType memory = ParseMemoryType(e.spec.memory()).value_or(MemoryType::kHost);
+  const MemoryType memory = MemoryTypeOf(e.spec.memory());
   absl::StatusOr<std::string> path =
       ResolveGpuPath(ucx.gpu_path, memory, e.transport->memory_types());
   if (!path.ok()) return path.status();  // e.g. direct for fake-device memory
@@ -190,7 +199,7 @@ void ControlHandlers::Sweep(Experiment& e) {
   env.device_direct = e.transport->device_direct();
   // Rows name the lanes their data used: the CUDA ones only for device
   // memory handed to UCX directly.
-  const bool cuda_memory = ParseMemoryType(e.spec.memory()) == MemoryType::kCuda;
+  const bool cuda_memory = e.spec.memory() == proto::Memory::cuda;
   env.transport_label = env.device_direct && cuda_memory ? e.transport_label
                                                          : WithoutCudaLanes(e.transport_label);
   env.parameter_server = e.parameter_server.get();

@@ -23,14 +23,14 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
   Transport& transport = *env.transport;
   const int rank = transport.rank();
   const int n = transport.world_size();
-  const DataType type = *ParseDataType(spec.dtype());
-  const ReduceOp op = *ParseReduceOp(spec.op());
+  const DataType type = DataTypeOf(spec.dtype());
+  const ReduceOp op = ReduceOpOf(spec.op());
   const auto element = static_cast<std::int64_t>(ElementSize(type));
   const std::int64_t max_bytes = *std::max_element(spec.sizes().begin(), spec.sizes().end());
   // Where the vector lives; memory host code can't touch (a GPU's) goes
   // through host memory: to the parameter server chunk by chunk (PsClient
   // stages it), to the check through `staging`.
-  const MemoryType memory = ParseMemoryType(spec.memory()).value_or(MemoryType::kHost);
+  const MemoryType memory = MemoryTypeOf(spec.memory());
   if (absl::Status st = UseMemory(memory, rank); !st.ok()) return st;
   const MemoryOps& ops = MemoryOpsFor(memory);
   const bool staged = !HostAccessible(memory);
@@ -80,7 +80,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         tensor = absl::StrCat(env.tensor_prefix, "/", bytes);
         declared.set_name(tensor);
         declared.set_count(count);
-        declared.set_dtype(spec.dtype());
+        declared.set_dtype(std::string(Name(type)));
         declared.set_workers(n);
         declared.mutable_optimizer()->set_kind(proto::Optimizer::NONE);  // the sum: exact
         if (absl::Status st = env.parameter_server->Declare(declared); !st.ok()) return st;
@@ -90,12 +90,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
       } else {
         schedule = collective->build(rank, n, count, /*root=*/0);
-        segment = SegmentBytesFor(spec, bytes);
-        // Staged, whole steps would expose every copy down and up: unless
-        // the spec says "off" or a size, cut them (StagedSegmentBytes).
-        if (segment == 0 && staged_path && spec.segment() != "off") {
-          segment = StagedSegmentBytes(bytes);
-        }
+        segment = SegmentBytesFor(spec, bytes, staged_path);
         executor.Prepare(schedule, type, memory, segment);
         run_once = [&] { return executor.Run(schedule, data, type, op, {.segment_bytes = segment}); };
         reset_traffic = [&] { transport.ResetTraffic(); };

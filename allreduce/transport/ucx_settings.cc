@@ -50,13 +50,6 @@ bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls) {
   return false;
 }
 
-std::optional<GpuPathRequest> ParseGpuPathRequest(std::string_view text) {
-  if (text.empty() || text == "auto") return GpuPathRequest::kAuto;
-  if (text == "direct") return GpuPathRequest::kDirect;
-  if (text == "staged") return GpuPathRequest::kStaged;
-  return std::nullopt;
-}
-
 bool UcxHandlesCuda(std::uint64_t ucx_memory_types) {
   return (ucx_memory_types & (std::uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
 }

@@ -36,8 +36,8 @@ bool WantPeerErrorHandling(const std::string& setting, const char* ucx_tls);
 //   kStaged  copied through host memory around each transfer.
 //   kAuto    direct where UCX reports CUDA memory and the memory is cuda,
 //            else staged.
+// Specs spell it as proto::GpuPath (proto/vocabulary.proto).
 enum class GpuPathRequest { kAuto, kDirect, kStaged };
-std::optional<GpuPathRequest> ParseGpuPathRequest(std::string_view text);  // "" is auto
 
 // Whether UCP's memory_types (ucp_context_query's bit mask, bit i =
 // ucs_memory_type_t i) include CUDA device memory. That, not how UCX was

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "proto/enum_text.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "allreduce/collective.h"
@@ -25,7 +26,7 @@ std::vector<MeasuredTime> MeasuredTimes(const std::vector<proto::ResultRow>& row
   std::map<std::int64_t, std::vector<double>> by_size;
   for (const proto::ResultRow& row : rows) {
     if (row.algorithm() != name || row.workers() != spec.workers() ||
-        (!row.dtype().empty() && row.dtype() != spec.dtype()) ||
+        (!row.dtype().empty() && row.dtype() != EnumText(spec.dtype())) ||
         (ps && row.servers() != spec.servers())) {
       continue;
     }

@@ -10,6 +10,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
 #include "common/byte_size.h"
+#include "common/limits.h"
 #include "experiments/results/table.h"
 
 namespace testbed {
@@ -51,22 +52,16 @@ CLI::Validator StatusValidator(absl::StatusOr<T> (*parse)(std::string_view), con
 
 inline CLI::Validator ByteSizeValidator() { return StatusValidator(&ParseByteSize, "SIZE"); }
 
-inline CLI::Validator DataTypeValidator() {
-  return CLI::IsMember({"float32", "float64", "int32", "float16"});
-}
-
 // The -n/--workers and -b/--bytes options of the commands that read schedules
 // without running them (traffic, model).
 inline void AddWorkersAndBytes(CLI::App& cmd, int& workers, std::string& bytes) {
   cmd.add_option("-n,--workers", workers, "Number of workers N (ranks)")
-      ->check(CLI::Range(1, 1024))
+      ->check(CLI::Range(1, kMaxWorkers))
       ->capture_default_str();
   cmd.add_option("-b,--bytes", bytes,
                  "Vector size M per worker: 4096, 64KiB, 16MiB, 1GiB, 64K (binary), 1MB")
       ->check(ByteSizeValidator())
       ->capture_default_str();
 }
-
-inline CLI::Validator FormatValidator() { return CLI::IsMember({"table", "csv", "json"}); }
 
 }  // namespace testbed

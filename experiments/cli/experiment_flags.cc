@@ -1,6 +1,7 @@
 #include "experiments/cli/experiment_flags.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -8,7 +9,9 @@
 #include "allreduce/memory.h"
 #include "common/byte_size.h"
 #include "experiments/cli/cli_common.h"
+#include "experiments/cli/setting_flags.h"
 #include "experiments/cli/spec_file.h"
+#include "common/limits.h"
 #include "common/link_units.h"
 #include "proto/spec.h"
 
@@ -29,7 +32,7 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("-n,--workers", f.workers,
                  "Number of workers N; a list (2,4,8) sweeps over N, one cluster each")
       ->delimiter(',')
-      ->check(CLI::Range(1, 1024))
+      ->check(CLI::Range(1, kMaxWorkers))
       ->capture_default_str();
   cmd.add_option("-a,--algorithms", f.algorithms,
                  "Comma-separated, any of: " + CollectiveNames(Kinds::kAll) +
@@ -45,25 +48,19 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                  "the sizes run decide there; without it a short calibration run of every "
                  "all-reduce at the requested sizes up to 4 MiB comes first")
       ->check(CLI::ExistingFile);
-  cmd.add_option("--servers", f.servers, "Parameter-server shards S, for ps")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  AddServersFlag(cmd, f.servers);
   cmd.add_option("-s,--sizes", f.sizes,
                  "Bytes per worker: MIN:MAX (x4 steps, MAX included), MIN:MAX:xF, or a list "
                  "A,B,C; units KiB, MiB, GiB")
       ->capture_default_str();
   cmd.add_option("-i,--iters", f.iterations, "Timed iterations per size")
-      ->check(CLI::Range(1, 1000000))
+      ->check(CLI::Range(1, kMaxIterations))
       ->capture_default_str();
   cmd.add_option("-w,--warmup", f.warmup, "Untimed iterations before them")
-      ->check(CLI::Range(0, 1000000))
+      ->check(CLI::Range(0, kMaxIterations))
       ->capture_default_str();
-  cmd.add_option("-t,--dtype", f.dtype, "Element type")
-      ->check(DataTypeValidator())
-      ->capture_default_str();
-  cmd.add_option("--op", f.op, "Reduction")
-      ->check(CLI::IsMember({"sum", "min", "max"}))
-      ->capture_default_str();
+  AddDtypeFlag(cmd, f.dtype);
+  AddEnumFlag(cmd, "--op", f.op, "Reduction");
   cmd.add_flag("--no-check", f.no_check, "Skip verifying results (wrong is then -1)");
   cmd.add_option("--timeout", f.timeout_s, "Seconds one collective may take before it fails")
       ->check(CLI::Range(1, 86400))
@@ -71,62 +68,32 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("-o,--out", f.out,
                  "Append results as JSON lines to this file: one 'experiment' record (spec, git "
                  "revision, host), then one 'result' record per row");
-  cmd.add_option("-f,--format", f.format, "Rows on stdout: table, csv or json")
-      ->check(FormatValidator())
-      ->capture_default_str();
-  cmd.add_option("--network", f.network,
-                 "Where testbed local puts the daemons: loopback (one host, all on lo), or "
-                 "netns (root: each daemon in its own network namespace behind its own link, "
-                 "an emulated cluster)")
-      ->check(CLI::IsMember({"loopback", "netns"}))
-      ->capture_default_str();
-  cmd.add_option("--link-rate", f.link_rate,
-                 "netns: each node's link rate, both directions, enforced by tc tbf (100mbit, "
-                 "1gbit, 10gbit); also the cost model's beta for model_time_us")
-      ->check(StatusValidator(&ParseLinkRate, "RATE"));
-  cmd.add_option("--alpha", f.alpha,
-                 "The cost model's latency per round, for model_time_us (shown with "
-                 "--link-rate)")
+  AddFormatFlag(cmd, f.format);
+  AddNetworkFlag(cmd, f.network);
+  AddLinkRateFlag(cmd, f.link_rate_bps);
+  cmd.add_option_function<std::string>(
+         "--alpha", [&f](const std::string& text) { f.alpha_us = *ParseDuration(text) * 1e6; },
+         "The cost model's latency per round, for model_time_us (shown with --link-rate)")
       ->check(StatusValidator(&ParseDuration, "DURATION"))
-      ->capture_default_str();
-  cmd.add_option("--segment", f.segment,
+      ->default_str(absl::StrCat(f.alpha_us, "us"));
+  cmd.add_option_function<std::string>(
+         "--segment", [&f](const std::string& text) { f.segment = *ParseSegment(text); },
                  "Pipelining of the scheduled collectives: off (whole steps, round by round), "
                  "auto (by message size), or SIZE: each step's message cut into segments of at "
                  "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB). "
                  "Default: off for host memory; staged device memory is cut into M/16 "
                  "within 256KiB-4MiB, so its copies overlap the transfers")
-      ->check(StatusValidator(&ParseSegmentFlag, "SIZE|auto|off"));
-  cmd.add_option("--memory", f.memory,
-                 "Where each rank's vector lives: host; pinned or cuda (a build with CUDA, on "
-                 "a machine with a GPU; rank r uses GPU r mod the GPUs; device memory is staged "
-                 "through host memory over UCX); fake-device (host pages no code but the "
-                 "memory's own copies and reductions may touch: proves the staged path without "
-                 "a GPU)")
-      ->check(StatusValidator(&ParseMemoryFlag, "KIND"))
-      ->capture_default_str();
-  cmd.add_option("--gpu-path", f.gpu_path,
-                 "How device memory meets UCX: direct (device pointers to UCX's cuda_copy and "
-                 "cuda_ipc; refused before anything runs where UCX reports no CUDA memory, as "
-                 "Debian's does), staged (through host memory), or auto (direct where UCX "
-                 "reports CUDA memory and --memory is cuda, else staged); ps is always staged")
-      ->check(CLI::IsMember({"auto", "direct", "staged"}))
-      ->capture_default_str();
-}
-
-absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text) {
-  if (text == "off" || text == "auto") return std::string(text);
-  absl::StatusOr<std::int64_t> bytes = ParseByteSize(text);
-  if (!bytes.ok()) return bytes.status();
-  if (*bytes <= 0) return absl::InvalidArgumentError("a segment needs at least one byte");
-  return std::string(text);
-}
-
-absl::StatusOr<std::string> ParseMemoryFlag(std::string_view text) {
-  if (!ParseMemoryType(text)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown memory '", std::string(text), "' (", MemoryTypeNames(), ")"));
-  }
-  return std::string(text);
+      ->check(StatusValidator(&ParseSegment, "SIZE|auto|off"));
+  AddEnumFlag(cmd, "--memory", f.memory,
+              "Where each rank's vector lives - host; pinned or cuda (a build with CUDA, on a "
+              "machine with a GPU; rank r uses GPU r mod the GPUs; device memory is staged "
+              "through host memory over UCX); fake-device (host pages no code but the memory's "
+              "own copies and reductions may touch: proves the staged path without a GPU)");
+  AddEnumFlag(cmd, "--gpu-path", f.gpu_path,
+              "How device memory meets UCX - direct (device pointers to UCX's cuda_copy and "
+              "cuda_ipc; refused before anything runs where UCX reports no CUDA memory, as "
+              "Debian's does), staged (through host memory), or auto (direct where UCX reports "
+              "CUDA memory and --memory is cuda, else staged); ps is always staged");
 }
 
 std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec) {
@@ -138,20 +105,16 @@ absl::Status ValidatePlacement(const proto::ExperimentSpec& spec) {
   const auto bad = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("bad experiment: ", parts...));
   };
-  if (spec.network() != "loopback" && spec.network() != "netns") {
-    return bad("unknown network '", spec.network(), "' (loopback or netns)");
+  if (spec.link_rate_bps() != 0 && spec.network() != proto::Network::netns) {
+    return bad("a link rate needs the netns network (loopback has no links to limit)");
   }
-  if (!spec.link_rate().empty()) {
-    if (spec.network() != "netns") {
-      return bad("a link rate needs the netns network (loopback has no links to limit)");
-    }
-    if (auto rate = ParseLinkRate(spec.link_rate()); !rate.ok()) return bad(rate.status().message());
-  }
-  if (auto alpha = ParseDuration(spec.model_alpha()); !alpha.ok()) {
-    return bad(alpha.status().message());
+  if (spec.model_alpha_us() < 0 || !std::isfinite(spec.model_alpha_us())) {
+    return bad("model_alpha_us must be a duration >= 0, not ", spec.model_alpha_us());
   }
   for (std::uint32_t n : spec.worker_counts()) {
-    if (n < 1 || n > 1024) return bad("worker counts must be 1..1024, not ", n);
+    if (n < 1 || n > static_cast<std::uint32_t>(kMaxWorkers)) {
+      return bad("worker counts must be 1..", kMaxWorkers, ", not ", n);
+    }
   }
   return absl::OkStatus();
 }
@@ -249,13 +212,11 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (cmd.count("--no-check") > 0) spec.set_skip_check(true);
   if (given("--timeout")) spec.set_timeout_s(f.timeout_s);
   if (given("--network")) spec.set_network(f.network);
-  if (given("--link-rate")) spec.set_link_rate(f.link_rate);
-  if (given("--alpha")) spec.set_model_alpha(f.alpha);
-  if (given("--segment")) spec.set_segment(f.segment);
+  if (given("--link-rate")) spec.set_link_rate_bps(f.link_rate_bps);
+  if (given("--alpha")) spec.set_model_alpha_us(f.alpha_us);
+  if (given("--segment")) *spec.mutable_segment() = f.segment;
   if (given("--memory")) spec.set_memory(f.memory);
   if (given("--gpu-path")) spec.set_gpu_path(f.gpu_path);
-  if (spec.network().empty()) spec.set_network("loopback");
-  if (spec.model_alpha().empty()) spec.set_model_alpha("50us");
   ApplyDefaults(spec);
   if (absl::Status st = ValidateSpec(spec, SpecReader::kCli); !st.ok()) return st;
   if (absl::Status st = ValidatePlacement(spec); !st.ok()) return st;

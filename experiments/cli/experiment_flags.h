@@ -12,7 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
+#include "proto/spec.h"
 
 namespace testbed {
 
@@ -20,29 +22,34 @@ namespace testbed {
 // experiment compares unless told otherwise.
 std::vector<std::string> DefaultAlgorithms();
 
+// What the flags hold once parsed: typed values, each declared with its flag
+// in AddExperimentFlags (or setting_flags.h when other subcommands take it).
+// Defaults are the spec's own (proto/spec.h, proto/vocabulary.proto) but for
+// those a person at a prompt wants: 4 workers, every algorithm, 4 KiB..16 MiB,
+// 2 warm-up iterations.
 struct ExperimentFlags {
   std::string spec_file;  // a textproto; the flags below then only override what is given
   std::string name;
   std::vector<int> workers = {4};  // several: a sweep over N (testbed local)
-  int servers = 1;
+  int servers = kDefaultServers;
   std::vector<std::string> algorithms = DefaultAlgorithms();
-  std::string sizes = "4KiB:16MiB";
-  int iterations = 10;
+  std::string sizes = "4KiB:16MiB";  // parsed once, by BuildSpec (ParseSizeList)
+  int iterations = kDefaultIterations;
   int warmup = 2;
-  std::string dtype = "float32";
-  std::string op = "sum";
+  proto::Dtype::Kind dtype = proto::Dtype::float32;
+  proto::Op::Kind op = proto::Op::sum;
   bool no_check = false;
-  int timeout_s = 60;
+  int timeout_s = kDefaultTimeoutS;
   std::string out;  // JSON lines file
-  std::string format = "table";
+  OutputFormat format = OutputFormat::kTable;
   // Placement (testbed local) and the cost model's prediction per row.
-  std::string network = "loopback";  // or "netns"
-  std::string link_rate;             // netns: each node's link, e.g. "1gbit"
-  std::string alpha = "50us";        // the model's latency per round
-  std::string segment;               // pipelining: off, auto or a size; "" by memory
-  std::string memory = "host";       // where each rank's vector lives
-  std::string gpu_path = "auto";     // how device memory meets UCX: auto, direct, staged
-  std::vector<std::string> tuning;   // auto: results files to fit from (else calibrate)
+  proto::Network::Kind network = proto::Network::loopback;
+  std::uint64_t link_rate_bps = 0;  // netns: each node's link; 0 unlimited
+  double alpha_us = kDefaultModelAlphaUs;
+  proto::Segment segment;  // unset: by memory (proto/vocabulary.proto)
+  proto::Memory::Kind memory = proto::Memory::host;
+  proto::GpuPath::Kind gpu_path = proto::GpuPath::auto_;
+  std::vector<std::string> tuning;  // auto: results files to fit from (else calibrate)
 };
 
 // Registers the flags on `command`.
@@ -58,12 +65,6 @@ absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text)
 // The network fields of a spec: a known mode, a rate only for netns, a
 // parsable rate and alpha.
 absl::Status ValidatePlacement(const proto::ExperimentSpec& spec);
-
-// --memory: a kind of memory allreduce/memory.h knows; the text back, or why not.
-absl::StatusOr<std::string> ParseMemoryFlag(std::string_view text);
-
-// --segment: "off", "auto" or a positive size; the text back, or why not.
-absl::StatusOr<std::string> ParseSegmentFlag(std::string_view text);
 
 // The worker counts a spec sweeps over: worker_counts, else {workers}.
 std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec);

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "allreduce/cost_model.h"
 #include "experiments/cli/cli_common.h"
+#include "experiments/cli/setting_flags.h"
 #include "experiments/results/result_row.h"
 #include "experiments/results/row_fits.h"
 
@@ -28,9 +29,7 @@ CLI::App* AddFitCommand(CLI::App& app, FitOptions& options) {
   cmd->add_option("files", options.files, "Results files written by 'testbed local --out'")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
-      ->check(FormatValidator())
-      ->capture_default_str();
+  AddFormatFlag(*cmd, options.format);
   cmd->footer(
       "Columns: alpha_us (per round), beta_ns_per_byte and link_gbit_s = 8 / beta (the link\n"
       "rate beta implies; 0 when beta <= 0), r2, worst_rel_residual = max |measured - model| / measured.\n"
@@ -40,13 +39,8 @@ CLI::App* AddFitCommand(CLI::App& app, FitOptions& options) {
   return cmd;
 }
 
-int RunFit(const std::vector<proto::ResultRow>& rows, const std::string& format_name,
-           std::ostream& out, std::ostream& err) {
-  const auto format = ParseOutputFormat(format_name);
-  if (!format) {
-    err << "error: unknown format '" << format_name << "'\n";
-    return 2;
-  }
+int RunFit(const std::vector<proto::ResultRow>& rows, OutputFormat format, std::ostream& out,
+           std::ostream& err) {
   const std::vector<RowFit> fits = FitRows(rows, err);
 
   Table table({"algorithm", "transport", "workers", "points", "sizes", "alpha_us",
@@ -68,7 +62,7 @@ int RunFit(const std::vector<proto::ResultRow>& rows, const std::string& format_
     err << "error: no group of results could be fitted\n";
     return 1;
   }
-  table.Print(*format, out);
+  table.Print(format, out);
   return 0;
 }
 

@@ -12,18 +12,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {
 
 struct FitOptions {
   std::vector<std::string> files;
-  std::string format = "table";
+  OutputFormat format = OutputFormat::kTable;
 };
 
 CLI::App* AddFitCommand(CLI::App& app, FitOptions& options);
 // Fits every group of rows; prints one row per group that could be fitted.
-int RunFit(const std::vector<proto::ResultRow>& rows, const std::string& format, std::ostream& out,
+int RunFit(const std::vector<proto::ResultRow>& rows, OutputFormat format, std::ostream& out,
            std::ostream& err);
 int RunFit(const FitOptions& options, std::ostream& out, std::ostream& err);
 

@@ -16,6 +16,7 @@
 #include "common/link_units.h"
 #include "common/signal_waiter.h"
 #include "experiments/cli/cli_common.h"
+#include "experiments/cli/setting_flags.h"
 #include "experiments/cli/submission.h"
 #include "experiments/lab/lab_cluster.h"
 #include "experiments/lab/lab_runner.h"
@@ -70,13 +71,13 @@ bool OnPath(const std::string& name) {
 // cluster the lab cannot build is refused here, with what it needs, rather
 // than on the first run from the page. Returns an exit code, 0 to go on.
 int CheckDeployment(const LabOptions& options) {
-  const bool netns = options.network == "netns";
+  const bool netns = options.network == proto::Network::netns;
   if (!options.coordinator.empty() && netns) {
     std::cerr << "error: --coordinator uses daemons already running; --network netns starts "
                  "its own: choose one\n";
     return 2;
   }
-  if (!netns && !options.link_rate.empty()) {
+  if (!netns && options.link_rate_bps != 0) {
     std::cerr << "error: --link-rate needs --network netns (loopback has no links to limit)\n";
     return 2;
   }
@@ -100,7 +101,7 @@ int CheckDeployment(const LabOptions& options) {
 // over each node's one link (shared memory would bypass the links measured);
 // on loopback, lo. Compose's daemons have their own settings.
 void SetDaemonTransport(const LabOptions& options) {
-  if (options.network != "netns") {
+  if (options.network != proto::Network::netns) {
     setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
     return;
   }
@@ -135,17 +136,16 @@ std::optional<Credentials> LabCredentials(const LabOptions& options) {
 
 std::string DeploymentText(const LabOptions& options) {
   if (!options.coordinator.empty()) return "the daemons of " + options.coordinator;
-  if (options.network != "netns") return "its own daemons on loopback";
+  if (options.network != proto::Network::netns) return "its own daemons on loopback";
   return "its own daemons in network namespaces, links " +
-         (options.link_rate.empty() ? std::string("unlimited") : options.link_rate);
+         (options.link_rate_bps == 0 ? std::string("unlimited")
+                                     : FormatLinkRate(options.link_rate_bps));
 }
 
 LabInfo PageInfo(const LabOptions& options) {
-  const absl::StatusOr<double> rate =
-      options.link_rate.empty() ? 0.0 : ParseLinkRate(options.link_rate);
   return {.max_workers = options.workers,
           .runs_on = DeploymentText(options),
-          .link_gbit = rate.ok() ? *rate / 1e9 : 0};
+          .link_gbit = static_cast<double>(options.link_rate_bps) / 1e9};
 }
 
 // Serves the page until Ctrl-C; returns the exit code.
@@ -158,8 +158,8 @@ int ServeLab(const LabOptions& options, const ListenAddress& address,
   httplib::Server server;
   LabCluster cluster(credentials, {.log_dir = log_dir,
                                    .coordinator = options.coordinator,
-                                   .netns = options.network == "netns",
-                                   .link_rate = options.link_rate});
+                                   .netns = options.network == proto::Network::netns,
+                                   .link_rate_bps = options.link_rate_bps});
   SignalWaiter waiter([&](int) {  // before any thread starts
     server.stop();
     cluster.Cancel();
@@ -213,16 +213,9 @@ CLI::App* AddLabCommand(CLI::App& app, LabOptions& options) {
   cmd->add_option("--workers", options.workers, "The largest N a run from the page may use")
       ->check(CLI::Range(1, kLabMaxWorkers))
       ->capture_default_str();
-  cmd->add_option("--log-dir", options.log_dir,
-                  "Folder for the daemons' logs (default: a new one under /tmp, removed at exit)");
-  cmd->add_option("--network", options.network,
-                  "Where the lab's daemons run: loopback, or netns (root: each in its own "
-                  "network namespace behind its own rate-limited link, an emulated cluster)")
-      ->check(CLI::IsMember({"loopback", "netns"}))
-      ->capture_default_str();
-  cmd->add_option("--link-rate", options.link_rate,
-                  "netns: each node's link rate, both directions (100mbit, 1gbit, 10gbit)")
-      ->check(StatusValidator(&ParseLinkRate, "RATE"));
+  AddLogDirFlag(*cmd, options.log_dir);
+  AddNetworkFlag(*cmd, options.network);
+  AddLinkRateFlag(*cmd, options.link_rate_bps);
   cmd->add_option("--coordinator", options.coordinator,
                   "HOST:PORT of a testbed-server whose workers are already running (compose's, "
                   "docker/lab.yml): runs go there, and the lab starts no daemons. They must "

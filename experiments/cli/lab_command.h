@@ -5,9 +5,12 @@
 // memory calculators and the course table of the session (experiments/lab/).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "proto/vocabulary.pb.h"
 
 namespace testbed {
 
@@ -15,8 +18,8 @@ struct LabOptions {
   std::string listen = "127.0.0.1:8080";  // port 0: any free port (printed)
   int workers = 8;                        // the largest N a run may ask for
   std::string log_dir;                    // default: a new folder under /tmp, removed at exit
-  std::string network = "loopback";       // or "netns": the emulated cluster (root)
-  std::string link_rate;                  // netns: each node's link; empty: unlimited
+  proto::Network::Kind network = proto::Network::loopback;  // netns: the emulated cluster (root)
+  std::uint64_t link_rate_bps = 0;        // netns: each node's link; 0: unlimited
   std::string coordinator;                // HOST:PORT of running daemons: start none
 };
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "experiments/cli/experiment_client.h"
+#include "experiments/cli/setting_flags.h"
 #include "allreduce/cost_model.h"
 #include "allreduce/data_type.h"
 #include "experiments/results/course_table.h"
@@ -38,9 +39,7 @@ CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
       "namespace and link started is removed, also on failure and Ctrl-C. On loopback, choose "
       "UCX transports with UCX_TLS (e.g. UCX_TLS=tcp).");
   AddExperimentFlags(*cmd, options.experiment);
-  cmd->add_option("--log-dir", options.log_dir,
-                  "Folder for the daemons' logs (default: a new one under /tmp, removed after "
-                  "a successful run)");
+  AddLogDirFlag(*cmd, options.log_dir);
   cmd->add_flag("--keep-logs", options.keep_logs, "Keep the log folder after a successful run");
   AddTlsFlags(*cmd, options.tls);
   cmd->footer(
@@ -65,12 +64,13 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
                   Interrupter& interrupter, RowSink& sink) {
   const int servers = UsesParameterServer(spec) ? static_cast<int>(spec.servers()) : 1;
   const int workers = static_cast<int>(spec.workers());
-  const bool netns = spec.network() == "netns";
+  const bool netns = spec.network() == proto::Network::netns;
   std::unique_ptr<NetnsFabric> fabric;
   std::string deployment = absl::StrCat("local, ", workers, " workers on loopback");
   if (netns) {
-    double rate = 0;
-    if (!spec.link_rate().empty()) rate = *ParseLinkRate(spec.link_rate());
+    const auto rate = static_cast<double>(spec.link_rate_bps());
+    const std::string link =
+        spec.link_rate_bps() == 0 ? "unlimited" : FormatLinkRate(spec.link_rate_bps());
     absl::StatusOr<std::unique_ptr<NetnsFabric>> created =
         NetnsFabric::Create({servers + workers, rate, ""});
     if (!created.ok()) {
@@ -81,10 +81,10 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
     fabric = std::move(*created);
     deployment = absl::StrCat("local, ", workers, " workers and ", servers,
                               " servers in network namespaces (", fabric->tag(), "), links ",
-                              spec.link_rate().empty() ? "unlimited" : spec.link_rate());
+                              link);
     std::cerr << "testbed local: emulated cluster " << fabric->tag() << ": " << servers + workers
               << " nodes on " << fabric->address_of(0) << "/24, each link "
-              << (spec.link_rate().empty() ? "unlimited" : spec.link_rate() + " each way")
+              << link << (spec.link_rate_bps() == 0 ? "" : " each way")
               << std::endl;
   }
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
@@ -140,12 +140,12 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     std::cerr << "error: " << spec.status().message() << "\n";
     return 2;
   }
-  if (spec->network() == "netns" && geteuid() != 0) {
+  if (spec->network() == proto::Network::netns && geteuid() != 0) {
     std::cerr << "error: --network netns needs root (it creates network namespaces, links and "
                  "tc limits); run it as root, or leave out --network for loopback\n";
     return 2;
   }
-  if (spec->network() == "netns") {
+  if (spec->network() == proto::Network::netns) {
     // Each node has one device besides lo, and shared memory between the
     // namespaces would bypass the links being measured: TCP over eth0 only.
     for (const auto& [name, value] :

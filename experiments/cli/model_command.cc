@@ -3,8 +3,10 @@
 
 #include "absl/status/status.h"
 #include "allreduce/cost_model.h"
-#include "experiments/cli/cli_common.h"
 #include "common/link_units.h"
+#include "experiments/cli/cli_common.h"
+#include "experiments/cli/setting_flags.h"
+#include "proto/spec.h"
 
 namespace testbed {
 CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
@@ -17,25 +19,15 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
   cmd->add_option("--alpha", options.alpha, "Latency per round: 50us, 2ms, 500ns, 0.001s")
       ->check(StatusValidator(&ParseDuration, "DURATION"))
       ->capture_default_str();
-  cmd->add_option("--link-rate", options.link_rate,
-                  "Each rank's link, in bit/s: 100mbit, 1gbit, 10gbit, or a plain number; "
-                  "beta = 8 / rate seconds per byte")
-      ->check(StatusValidator(&ParseLinkRate, "RATE"))
-      ->capture_default_str();
-  cmd->add_option("--servers", options.servers, "Parameter-server shards S for ps")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("-t,--dtype", options.dtype, "Element type; M must be a whole number of them")
-      ->check(DataTypeValidator())
-      ->capture_default_str();
+  AddLinkRateFlag(*cmd, options.link_rate_bps);
+  AddServersFlag(*cmd, options.servers);
+  AddDtypeFlag(*cmd, options.dtype);
   cmd->add_option("-a,--algorithms", options.algorithms,
                   "Comma-separated, any of: " + CollectiveNames(Kinds::kAll) +
                       " (default: the all-reduces, " + CollectiveNames(Kinds::kAllReduce) + ")")
       ->delimiter(',')
       ->check(AlgorithmValidator());
-  cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
-      ->check(FormatValidator())
-      ->capture_default_str();
+  AddFormatFlag(*cmd, options.format);
   cmd->footer(
       "Columns: rounds; bottleneck_bytes = the busiest link's bytes, summed over rounds\n"
       "(a link carries max(sent, received) of its rank); model_time_us = alpha * rounds +\n"
@@ -48,26 +40,24 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
 int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) {
   const auto bytes = ParseByteSize(options.bytes);
   const auto alpha = ParseDuration(options.alpha);
-  const auto rate = ParseLinkRate(options.link_rate);
-  const auto type = ParseDataType(options.dtype);
-  const auto format = ParseOutputFormat(options.format);
-  for (const absl::Status& s : {bytes.status(), alpha.status(), rate.status()}) {
+  for (const absl::Status& s : {bytes.status(), alpha.status()}) {
     if (!s.ok()) {
       err << "error: " << s.message() << "\n";
       return 2;
     }
   }
-  if (!type || !format) {
-    err << "error: bad --dtype or --format\n";
+  if (options.link_rate_bps == 0) {
+    err << "error: the model needs a --link-rate\n";
     return 2;
   }
-  const auto element = static_cast<std::int64_t>(ElementSize(*type));
+  const DataType type = DataTypeOf(options.dtype);
+  const auto element = static_cast<std::int64_t>(ElementSize(type));
   if (*bytes % element != 0) {
-    err << "error: --bytes " << *bytes << " is not a whole number of " << Name(*type) << " ("
+    err << "error: --bytes " << *bytes << " is not a whole number of " << Name(type) << " ("
         << element << "-byte) elements\n";
     return 2;
   }
-  const LinkModel link{*alpha, 8.0 / *rate};
+  const LinkModel link{*alpha, 8.0 / static_cast<double>(options.link_rate_bps)};
   std::vector<std::string> names = options.algorithms;
   if (names.empty()) {
     for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) names.emplace_back(c->name);
@@ -87,7 +77,7 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
     table.AddRow({name, std::int64_t{n}, *bytes, std::int64_t{e->rounds}, e->bottleneck_bytes,
                   e->time_s * 1e6, formula});
   }
-  table.Print(*format, out);
+  table.Print(options.format, out);
   return 0;
 }
 

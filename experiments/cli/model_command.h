@@ -3,6 +3,7 @@
 // the schedules: rounds, the busiest link's bytes summed over rounds, time.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -12,6 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/link_units.h"
+#include "experiments/results/table.h"
+#include "proto/vocabulary.pb.h"
 
 namespace testbed {
 
@@ -19,11 +22,11 @@ struct ModelOptions {
   int workers = 4;
   std::string bytes = "16MiB";
   std::string alpha = "50us";
-  std::string link_rate = "1gbit";
+  std::uint64_t link_rate_bps = 1000000000;
   int servers = 1;
-  std::string dtype = "float32";
+  proto::Dtype::Kind dtype = proto::Dtype::float32;
   std::vector<std::string> algorithms;  // empty: ps and every all-reduce
-  std::string format = "table";
+  OutputFormat format = OutputFormat::kTable;
 };
 
 CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options);

@@ -36,7 +36,7 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
               << " worker counts) needs testbed local; running daemons are one N\n";
     return 2;
   }
-  if (spec->network() != "loopback") {
+  if (spec->network() != proto::Network::loopback) {
     std::cerr << "error: --network places the daemons of testbed local; testbed run uses the "
                  "daemons already running\n";
     return 2;

@@ -15,7 +15,12 @@ namespace testbed {
 
 // Parses the file at `path` into `spec`. A missing file is NOT_FOUND; a
 // file that does not parse, INVALID_ARGUMENT with every error's place, or
-// "PATH: not a valid `what`" where protobuf gives none.
+// "PATH: not a valid `what`" where protobuf gives none; a field in the
+// spelling from before the spec was typed, one line with the new spelling.
+// The same for text already read; `path` names it in errors.
+absl::Status ParseSpecText(const std::string& text, const std::string& path,
+                           google::protobuf::Message& spec, std::string_view what);
+
 absl::Status ReadSpecFileInto(const std::string& path, google::protobuf::Message& spec,
                               std::string_view what);
 

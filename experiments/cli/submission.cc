@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/cost_model.h"
-#include "common/link_units.h"
 #include "absl/strings/str_join.h"
 #include "experiments/cli/auto_algorithms.h"
 #include "experiments/cli/experiment_client.h"
@@ -20,11 +19,8 @@ namespace {
 
 // The cost model a spec asks for: alpha and the link rate; none without a rate.
 std::optional<LinkModel> SpecLinkModel(const proto::ExperimentSpec& spec) {
-  if (spec.link_rate().empty()) return std::nullopt;
-  const auto rate = ParseLinkRate(spec.link_rate());
-  const auto alpha = ParseDuration(spec.model_alpha().empty() ? "0" : spec.model_alpha());
-  if (!rate.ok() || !alpha.ok()) return std::nullopt;
-  return LinkModel{*alpha, 8.0 / *rate};
+  if (spec.link_rate_bps() == 0) return std::nullopt;
+  return LinkModel{ModelAlphaSeconds(spec), 8.0 / static_cast<double>(spec.link_rate_bps())};
 }
 
 void AddModelTime(const LinkModel& link, proto::ResultRow& row) {

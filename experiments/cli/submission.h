@@ -63,7 +63,7 @@ class Interrupter {
 class RowSink {
  public:
   explicit RowSink(const ExperimentFlags& flags)
-      : format_(*ParseOutputFormat(flags.format)), table_(ResultColumns()) {}
+      : format_(flags.format), table_(ResultColumns()) {}
 
   void Add(const proto::ResultRow& row) {
     table_.AddRow(ResultCells(row));

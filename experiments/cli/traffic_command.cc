@@ -2,6 +2,8 @@
 
 #include "allreduce/traffic.h"
 #include "experiments/cli/cli_common.h"
+#include "experiments/cli/setting_flags.h"
+#include "proto/spec.h"
 
 namespace testbed {
 
@@ -11,16 +13,12 @@ CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
       "Payload bytes each all-reduce algorithm moves, counted from its schedules (nothing is "
       "run), beside the closed form: total over all ranks, the busiest rank's load, rounds.");
   AddWorkersAndBytes(*cmd, options.workers, options.bytes);
-  cmd->add_option("-t,--dtype", options.dtype, "Element type; M must be a whole number of them")
-      ->check(DataTypeValidator())
-      ->capture_default_str();
+  AddDtypeFlag(*cmd, options.dtype);
   cmd->add_option("-a,--algorithms", options.algorithms,
                   "Comma-separated subset (default: naive,ring,tree,butterfly)")
       ->delimiter(',')
       ->check(CollectiveValidator(Kinds::kScheduled));
-  cmd->add_option("-f,--format", options.format, "table, csv or json (one object per line)")
-      ->check(FormatValidator())
-      ->capture_default_str();
+  AddFormatFlag(*cmd, options.format);
   cmd->footer(
       "Columns: total_bytes = payload sent by all ranks; max_rank_bytes = the busiest rank's\n"
       "busier direction (its link's load); formula_* = the closed forms of docs/design.md.\n"
@@ -30,7 +28,7 @@ CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
 
 int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& err) {
   const std::int64_t bytes = *ParseByteSize(options.bytes);
-  const DataType type = *ParseDataType(options.dtype);
+  const DataType type = DataTypeOf(options.dtype);
   const auto element = static_cast<std::int64_t>(ElementSize(type));
   if (bytes % element != 0) {
     err << "error: --bytes " << bytes << " is not a whole number of " << Name(type) << " ("
@@ -50,7 +48,7 @@ int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& e
                   c->formula_bytes(options.workers, bytes),
                   std::int64_t{c->formula_rounds(options.workers)}, std::string(c->formula)});
   }
-  table.Print(*ParseOutputFormat(options.format), out);
+  table.Print(options.format, out);
   return 0;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <ostream>
+#include "experiments/results/table.h"
+#include "proto/vocabulary.pb.h"
 #include <string>
 #include <vector>
 
@@ -14,9 +16,9 @@ namespace testbed {
 struct TrafficOptions {
   int workers = 8;
   std::string bytes = "64MiB";
-  std::string dtype = "float32";
+  proto::Dtype::Kind dtype = proto::Dtype::float32;
   std::vector<std::string> algorithms;  // empty: all four
-  std::string format = "table";
+  OutputFormat format = OutputFormat::kTable;
 };
 
 CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options);

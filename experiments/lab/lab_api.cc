@@ -134,9 +134,6 @@ LabResponse Enqueue(const LabParams& params, int max_workers,
   spec.add_sizes(*bytes);
   spec.set_iterations(static_cast<std::uint32_t>(*iters));
   spec.set_warmup(1);
-  spec.set_dtype("float32");
-  spec.set_network("loopback");
-  spec.set_model_alpha("50us");
   ApplyDefaults(spec);
   if (absl::Status st = ValidateSpec(spec); !st.ok()) return BadRequest(st.message());
   const int id = runner.Enqueue(std::move(spec));

@@ -33,11 +33,8 @@ absl::Status LabCluster::EnsureCluster(int workers, std::ostream& progress) {
   StopCluster();
   constexpr int kServers = 1;
   if (options_.netns) {
-    absl::StatusOr<double> rate =
-        options_.link_rate.empty() ? 0.0 : ParseLinkRate(options_.link_rate);
-    if (!rate.ok()) return rate.status();
-    absl::StatusOr<std::unique_ptr<NetnsFabric>> fabric =
-        NetnsFabric::Create({kServers + workers, *rate, ""});
+    absl::StatusOr<std::unique_ptr<NetnsFabric>> fabric = NetnsFabric::Create(
+        {kServers + workers, static_cast<double>(options_.link_rate_bps), ""});
     if (!fabric.ok()) return fabric.status();
     fabric_ = std::move(*fabric);
   }
@@ -55,7 +52,8 @@ absl::Status LabCluster::EnsureCluster(int workers, std::ostream& progress) {
   cluster_workers_ = workers;
   const std::string where =
       fabric_ ? absl::StrCat("in network namespaces (", fabric_->tag(), "), links ",
-                             options_.link_rate.empty() ? "unlimited" : options_.link_rate)
+                             options_.link_rate_bps == 0 ? std::string("unlimited")
+                                                         : FormatLinkRate(options_.link_rate_bps))
               : "on loopback";
   // One write, so the line never reaches a reader half printed.
   progress << absl::StrCat("lab cluster: ", workers, " workers ", where, ", testbed-worker pids ",
@@ -77,8 +75,8 @@ absl::Status LabCluster::Run(const proto::ExperimentSpec& spec,
   proto::ExperimentSpec where = spec;
   if (options_.netns) {
     // Rows say where they ran, and the model's beta is the links' rate.
-    where.set_network("netns");
-    where.set_link_rate(options_.link_rate);
+    where.set_network(proto::Network::netns);
+    where.set_link_rate_bps(options_.link_rate_bps);
   }
   grpc::ClientContext context;
   {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <cstdint>
 #include <string>
 
 #include <grpcpp/client_context.h>
@@ -30,7 +31,7 @@ struct LabClusterOptions {
   std::string log_dir;      // the started daemons' logs
   std::string coordinator;  // HOST:PORT of running daemons: start none; empty: start them
   bool netns = false;       // start them in an emulated cluster instead of on loopback
-  std::string link_rate;    // netns: each node's link ("1gbit"); empty: unlimited
+  std::uint64_t link_rate_bps = 0;  // netns: each node's link; 0: unlimited
 };
 
 class LabCluster {

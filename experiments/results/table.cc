@@ -35,10 +35,19 @@ std::string CsvField(const std::string& text) {
 
 }  // namespace
 
+std::string_view Name(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kCsv: return "csv";
+    case OutputFormat::kJson: return "json";
+    case OutputFormat::kTable: break;
+  }
+  return "table";
+}
+
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
-  if (name == "table") return OutputFormat::kTable;
-  if (name == "csv") return OutputFormat::kCsv;
-  if (name == "json") return OutputFormat::kJson;
+  for (OutputFormat format : {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson}) {
+    if (name == Name(format)) return format;
+  }
   return std::nullopt;
 }
 

@@ -16,6 +16,7 @@
 namespace testbed {
 
 enum class OutputFormat { kTable, kCsv, kJson };
+std::string_view Name(OutputFormat format);  // "table", "csv", "json"
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
 
 // A list prints as "a;b" in tables and CSV, as [a, b] in JSON.

@@ -1,5 +1,6 @@
 // The experiment spec as a user writes it: protobuf text format into an
-// ExperimentSpec, then ApplyDefaults and ValidateSpec (what the CLI and the
+// ExperimentSpec through the CLI's reader (ParseSpecText, with its hint for
+// the old string spellings), then ApplyDefaults and ValidateSpec (what the CLI and the
 // coordinator do with a spec file), and the same bytes as the CLI's --sizes
 // list (ParseSizeList). Invariants: defaults applied twice change nothing; a
 // parsed size list is non-empty, strictly ascending and never negative, and a
@@ -8,28 +9,17 @@
 #include <cstdint>
 #include <string>
 
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
-
 #include "experiments/cli/experiment_flags.h"
+#include "experiments/cli/spec_file.h"
 #include "proto/spec.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
-// Parse errors are expected, not news: kept off stderr.
-class QuietErrors : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
-  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
-};
-
 void Spec(const std::string& text) {
   testbed::proto::ExperimentSpec spec;
-  google::protobuf::TextFormat::Parser parser;
-  QuietErrors errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &spec)) return;
+  // The CLI's reader: errors, and the old-spelling line, never crash.
+  if (!testbed::ParseSpecText(text, "fuzz", spec, "spec").ok()) return;
   testbed::ApplyDefaults(spec);
   const std::string once = spec.SerializeAsString();
   testbed::ApplyDefaults(spec);

@@ -1,5 +1,6 @@
 // The units people type: ParseByteSize ("64KiB"), ParseDuration ("50us") and
-// ParseLinkRate ("1gbit"), each on the whole input. Invariants: a byte size is
+// ParseLinkRate ("1gbit"), ParseLinkRateBps and ParseSegment, each on the whole
+// input; the last two spell back (FormatLinkRate, SegmentText) to the same value. Invariants: a byte size is
 // >= 0 and FormatByteSize spells it back to the same value; a duration is
 // finite and >= 0; a link rate is finite and > 0.
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "common/byte_size.h"
 #include "common/link_units.h"
+#include "proto/spec.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -23,6 +25,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (const absl::StatusOr<double> rate = testbed::ParseLinkRate(text); rate.ok()) {
     FUZZ_CHECK(std::isfinite(*rate) && *rate > 0);
+  }
+  if (const absl::StatusOr<std::uint64_t> bps = testbed::ParseLinkRateBps(text); bps.ok()) {
+    FUZZ_CHECK(*bps >= 1);
+    const absl::StatusOr<std::uint64_t> again =
+        testbed::ParseLinkRateBps(testbed::FormatLinkRate(*bps));
+    FUZZ_CHECK(again.ok() && *again == *bps);
+  }
+  if (const auto segment = testbed::ParseSegment(text); segment.ok()) {
+    const auto again = testbed::ParseSegment(testbed::SegmentText(*segment));
+    FUZZ_CHECK(again.ok() && again->SerializeAsString() == segment->SerializeAsString());
   }
   return 0;
 }
