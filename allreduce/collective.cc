@@ -117,6 +117,11 @@ const Collective* FindCollective(std::string_view name) {
   return nullptr;
 }
 
+bool RunsOnParameterServer(std::string_view name) {
+  const Collective* c = FindCollective(name);
+  return c != nullptr && c->runs_on_parameter_server();
+}
+
 const Collective* FindCollective(std::string_view name, Kinds kinds) {
   const Collective* c = FindCollective(name);
   return c != nullptr && IsOf(*c, kinds) ? c : nullptr;

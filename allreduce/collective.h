@@ -75,6 +75,9 @@ const std::vector<Collective>& AllCollectives();
 std::vector<const Collective*> CollectivesOf(Kinds kinds);
 // nullptr when unknown.
 const Collective* FindCollective(std::string_view name);
+// Whether `name` is the registry's parameter-server entry: the one question
+// "is this ps?", answered by the registry rather than by the name's spelling.
+bool RunsOnParameterServer(std::string_view name);
 // nullptr unless `name` is known and of `kinds`.
 const Collective* FindCollective(std::string_view name, Kinds kinds);
 // "ps, naive, ring, ..." for error messages and --help.

@@ -9,6 +9,7 @@
 #include "proto/spec.h"
 #include "proto/training_spec.h"
 #include "server/result_aggregator.h"
+#include "allreduce/collective.h"
 
 namespace testbed {
 
@@ -185,7 +186,7 @@ absl::StatusOr<std::uint64_t> CoordinatorCore::SubmitTraining(
   }
   if (absl::Status st = CanBegin(); !st.ok()) return st;
   Experiment e;
-  e.ps = spec.sync() == "ps";
+  e.ps = RunsOnParameterServer(spec.sync());
   e.workers = spec.workers();
   e.servers = e.ps ? spec.servers() : 1;
   e.training = std::move(spec);

@@ -13,6 +13,7 @@
 #include "worker/sweep_runner.h"
 #include "worker/train/dataset.h"
 #include "worker/train/rank_training.h"
+#include "allreduce/collective.h"
 
 namespace testbed {
 namespace {
@@ -236,7 +237,7 @@ absl::Status ControlHandlers::Train(Experiment& e) {
     if (!link_.Send(m)) lost = true;
   };
   SyncFactory make_sync;
-  if (setup->sync == "ps") {
+  if (RunsOnParameterServer(setup->sync)) {
     if (e.parameter_server == nullptr) {
       return absl::FailedPreconditionError("a ps training run came without the shard map");
     }

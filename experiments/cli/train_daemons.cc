@@ -18,6 +18,7 @@
 #include "experiments/cluster/lost_daemon_watchdog.h"
 #include "experiments/cluster/netns_fabric.h"
 #include "proto/training_spec.h"
+#include "allreduce/collective.h"
 
 namespace testbed {
 namespace {
@@ -112,7 +113,7 @@ absl::Status RunOnLocalDaemons(const TrainOptions& options, const proto::Trainin
   proto::TrainingSpec sized = spec;
   ApplyRunDefaults(sized);
   const int workers = static_cast<int>(sized.workers());
-  const int servers = sized.sync() == "ps" ? static_cast<int>(sized.servers()) : 1;
+  const int servers = RunsOnParameterServer(sized.sync()) ? static_cast<int>(sized.servers()) : 1;
   absl::StatusOr<DaemonPlacement> placement =
       PlaceDaemons(spec, servers + workers, target.credentials, err);
   if (!placement.ok()) return placement.status();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "experiments/cli/train_output.h"
 #include "proto/training_spec.h"
+#include "allreduce/collective.h"
 
 namespace testbed {
 namespace {
@@ -33,7 +34,7 @@ std::string ApplyScheme(const proto::TrainingScheme& scheme, proto::TrainingSpec
   if (!scheme.sync().empty()) one.set_sync(scheme.sync());
   const std::string sync = one.sync().empty() ? kDefaultTrainingSync : one.sync();
   const std::uint32_t default_servers =
-      sync == "ps" ? n : static_cast<std::uint32_t>(kDefaultTrainingServers);
+      RunsOnParameterServer(sync) ? n : static_cast<std::uint32_t>(kDefaultTrainingServers);
   one.set_servers(scheme.servers() ? scheme.servers() : default_servers);
   one.set_bucket_bytes(static_cast<std::uint64_t>(scheme.bucket_mb() * (1 << 20)));
   one.set_overlap(scheme.overlap());

@@ -49,7 +49,7 @@ absl::Status RunWorkers(const LocalTrainingOptions& options, const TrainTestSpli
                         const std::function<void(int rank, const absl::Status&)>& on_exit) {
   const proto::TrainingRow header = TrainingHeader(
       options, data.train,
-      options.sync == "ps" ? "local-threads+server-daemons" : "local-threads");
+      RunsOnParameterServer(options.sync) ? "local-threads+server-daemons" : "local-threads");
   std::mutex mu;
   absl::Status first_error;  // guarded by mu
   std::vector<std::thread> threads;
@@ -188,7 +188,7 @@ absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTe
                               const TrainingRowSink& sink) {
   // The same checks a daemon makes of the spec it is handed.
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be at least 1");
-  if (options.sync == "ps" && options.servers < 1) {
+  if (RunsOnParameterServer(options.sync) && options.servers < 1) {
     return absl::InvalidArgumentError("--servers must be at least 1");
   }
   if (absl::StatusOr<TrainingSetup> checked = TrainingSetupFromSpec(TrainingSpecOf(options));
@@ -200,7 +200,7 @@ absl::Status RunLocalTraining(const LocalTrainingOptions& options, const TrainTe
         absl::StrCat("the global batch (workers x batch = ", options.workers * options.train.batch,
                      ") is larger than the training set (", data.train.samples(), " samples)"));
   }
-  if (options.sync == "ps") return RunOverParameterServer(options, data, sink);
+  if (RunsOnParameterServer(options.sync)) return RunOverParameterServer(options, data, sink);
   return RunOverUcx(options, data, sink);
 }
 

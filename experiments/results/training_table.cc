@@ -58,7 +58,7 @@ struct MeasuredRun {
 std::string SchemeName(const proto::TrainingRow& row) {
   if (!row.scheme().empty()) return row.scheme();
   std::string name = row.sync();
-  if (row.sync() == "ps") absl::StrAppend(&name, "-S", row.servers());
+  if (RunsOnParameterServer(row.sync())) absl::StrAppend(&name, "-S", row.servers());
   if (row.bucket_bytes() > 0) absl::StrAppend(&name, "+bucket");
   if (row.overlap()) absl::StrAppend(&name, "+overlap");
   if (!row.compress().empty() && row.compress() != "none") absl::StrAppend(&name, "+", row.compress());

@@ -50,7 +50,7 @@ absl::StatusOr<TrainingSetup> TrainingSetupFromSpec(const proto::TrainingSpec& s
   if (train.steps < 0 || train.warmup_steps < 0 || report.every_steps < 0) {
     return absl::InvalidArgumentError("steps, warmup_steps and report_every_steps are counts");
   }
-  if (setup.sync != "ps" && FindCollective(setup.sync, Kinds::kScheduledAllReduce) == nullptr) {
+  if (!RunsOnParameterServer(setup.sync) && FindCollective(setup.sync, Kinds::kScheduledAllReduce) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown --sync '", setup.sync, "' (choose from ps, ",
         CollectiveNames(Kinds::kScheduledAllReduce), ")"));
@@ -62,7 +62,7 @@ absl::StatusOr<TrainingSetup> TrainingSetupFromSpec(const proto::TrainingSpec& s
     if (absl::StatusOr<PsMode> mode = ParsePsMode(setup.ps_mode); !mode.ok()) {
       return mode.status();
     }
-    if (setup.sync != "ps") {
+    if (!RunsOnParameterServer(setup.sync)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--ps-mode ", setup.ps_mode, " needs --sync ps (", setup.sync,
                        " is an all-reduce: every step is synchronous)"));
@@ -105,7 +105,7 @@ proto::TrainingRow TrainingHeader(const TrainingSetup& setup, const Dataset& tra
   header.set_sync(setup.sync);
   header.set_workers(static_cast<std::uint32_t>(setup.workers));
   header.set_deployment(deployment);
-  if (setup.sync == "ps") {
+  if (RunsOnParameterServer(setup.sync)) {
     header.set_servers(static_cast<std::uint32_t>(setup.servers));
     const absl::StatusOr<PsMode> mode =
         setup.ps_mode.empty() ? PsMode{} : ParsePsMode(setup.ps_mode);
