@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/link_units.h"
 #include "experiments/cli/cli_common.h"
+#include "experiments/cli/setting_flags.h"
 #include "experiments/cli/spec_file.h"
 #include "experiments/cli/train_sweep.h"
 #include "worker/train/compression.h"
@@ -47,9 +48,7 @@ void AddDeploymentFlags(CLI::App& cmd, TrainOptions& options) {
   cmd.add_option("--timeout", options.timeout_s,
                  "Seconds a rank waits for one synchronisation before giving up (0: 120)")
       ->check(CLI::Range(0, 86400));
-  cmd.add_option("--log-dir", options.log_dir,
-                 "local daemons: folder for their logs (default: a new one, removed after a "
-                 "successful run)");
+  AddLogDirFlag(cmd, options.log_dir);
   AddTlsFlags(cmd, options.tls);
 }
 
