@@ -56,13 +56,10 @@
 // differ from the one that created it).
 #pragma once
 
-#include <ucp/api/ucp.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -136,7 +133,7 @@ class UcxTransport final : public Transport {
   UcxTransport& operator=(const UcxTransport&) = delete;
 
   // The address peers pass to Connect() to reach this rank; opaque bytes.
-  std::vector<std::byte> WorkerAddress() const { return worker_address_; }
+  std::vector<std::byte> WorkerAddress() const;
 
   // Creates an endpoint to every other rank. `addresses_by_rank` holds one
   // WorkerAddress() per rank, indexed by rank (this rank's own entry is not
@@ -152,12 +149,12 @@ class UcxTransport final : public Transport {
 
   // The memory types UCX can move (ucp_context_query's memory_types: bit i
   // is ucs_memory_type_t i); 0x1, host only, for a UCX without CUDA.
-  std::uint64_t memory_types() const { return memory_types_; }
+  std::uint64_t memory_types() const;
   // Whether cuda buffers go to UCX as they are (else they are staged).
-  bool device_direct() const { return device_direct_; }
+  bool device_direct() const;
 
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_size_; }
+  int rank() const override;
+  int world_size() const override;
   std::string_view name() const override { return "ucx"; }
 
   // Transport's contract; peer != rank(), tag <= kMaxTag, after Connect().
@@ -176,112 +173,26 @@ class UcxTransport final : public Transport {
   // After Connect(), with no operation pending.
   void ServePeersUntil(const std::atomic<bool>& released);
 
-  std::vector<PeerTraffic> Traffic() const override { return traffic_; }
+  std::vector<PeerTraffic> Traffic() const override;
   void ResetTraffic() override;
 
   // Bytes copied through host memory (down for sends, up for receives)
   // since construction or the last ResetTraffic(): every staged payload
   // byte once, so on the staged path it equals the payload sent plus
   // received.
-  std::uint64_t StagedBytes() const override { return staged_bytes_; }
+  std::uint64_t StagedBytes() const override;
   // The bounce buffers' pool: how many it allocated, how many are out.
-  StagingPool::Stats staging_stats() const { return staging_pool_.stats(); }
+  StagingPool::Stats staging_stats() const;
 
  private:
-  class Context;   // owns a ucp_context_h
-  class Worker;    // owns a ucp_worker_h and knows its event fd
-  class Endpoint;  // owns a ucp_ep_h to one peer and records its failure
+  // The transport itself: the UCX objects and the operations in flight,
+  // defined in allreduce/transport/ucx_internal.h so that including this
+  // header does not include UCX's.
+  class Impl;
 
-  // One posted send or receive, alive until the WaitAll() that ends it.
-  // Its address is the user data of the UCX request, so it must not move.
-  struct Operation {
-    UcxTransport* transport;
-    bool is_send;
-    int peer;
-    std::uint64_t tag;             // the interface's tag, for messages
-    std::size_t size;              // bytes posted
-    std::size_t index;             // in operations_, what WaitAny() reports
-    void* request = nullptr;       // UCX request, released after completion
-    bool done = false;             // set when UCX reports completion
-    ucs_status_t status = UCS_OK;  // UCX's verdict, valid when done
-    std::size_t received = 0;      // bytes that arrived, for receives
-    bool short_message = false;    // a receive got fewer bytes than posted
-    // Memory UCX cannot reach travels through host memory: a send's bytes
-    // are copied out before posting, a receive's are delivered, when the
-    // receive is reported, into `deliver_to` by the memory's own operations.
-    // The bounce buffer goes back to the pool once it is no longer needed.
-    StagingPool::Lease staging{};
-    MutableBuffer deliver_to{};
-  };
+  explicit UcxTransport(std::unique_ptr<Impl> impl);
 
-  UcxTransport(int rank, int world_size, UcxOptions options);
-
-  // FailedPrecondition once an earlier failure made the transport unusable.
-  absl::Status BrokenError() const;
-  absl::Status CheckPost(int peer, std::uint64_t tag) const;
-  // After posting: an operation UCX failed at once makes the transport
-  // unusable (Abort) and is returned; anything else is OK.
-  absl::Status FailIfRefused(const Operation& op);
-  // Records a completed operation and counts its payload.
-  void Complete(Operation& op, ucs_status_t status, std::size_t length);
-  // "send of 8 bytes to rank 3 (tag 7)", for messages.
-  static std::string Describe(const Operation& op);
-  // The error of a completed operation, naming the peer; OK on success.
-  absl::Status OperationError(const Operation& op) const;
-  // Whether an operation is pending with a peer whose endpoint has failed,
-  // and the error that names that peer.
-  bool HasPendingWithLostPeer() const;
-  absl::Status LostPeerError() const;
-  // DeadlineExceeded, listing what WaitAll() was still waiting for.
-  absl::Status TimeoutError() const;
-  // After a failure: cancels what is pending, force-closes the endpoints and
-  // waits (bounded) until UCX no longer touches the callers' buffers.
-  void Abort(absl::Status cause);
-  // Frees the UCX requests of all operations and forgets the operations.
-  void ReleaseRequests();
-  // Flushes, all at once, every used endpoint that has not failed, waiting
-  // for each until `deadline` at most.
-  void FlushUsedEndpoints(std::chrono::steady_clock::time_point deadline);
-  // Progresses the worker until done(), an operation fails, a peer with
-  // something pending is lost, or the wait times out; on failure aborts
-  // (see Abort) and returns the error naming the peer.
-  template <typename Done>
-  absl::Status ProgressUntil(Done done);
-  // Whether a buffer of `memory` goes through host memory: memory host code
-  // cannot touch, unless it is cuda memory on the direct path.
-  bool Staged(MemoryType memory) const;
-  // The memory type UCX is told a (non-staged) buffer has.
-  static ucs_memory_type_t UcxMemoryType(MemoryType memory);
-  // Hands a staged receive's bytes to the caller's memory, once.
-  void Deliver(Operation& op);
-
-  static void SendCallback(void* request, ucs_status_t status, void* user_data);
-  static void RecvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
-                           void* user_data);
-
-  const int rank_;
-  const int world_size_;
-  const UcxOptions options_;
-  // Bounce buffers; declared before the UCX objects, so it outlives them and
-  // any request UCX still finishes on its own after an abort.
-  StagingPool staging_pool_;
-  std::uint64_t staged_bytes_ = 0;  // see StagedBytes()
-  // Declared in lifecycle order, so they are destroyed in reverse.
-  std::unique_ptr<Context> context_;
-  std::unique_ptr<Worker> worker_;
-  std::vector<std::unique_ptr<Endpoint>> endpoints_;  // by rank; null for self
-  std::vector<std::byte> worker_address_;
-  std::uint64_t memory_types_ = 0;  // what UCX reported, see memory_types()
-  bool device_direct_ = false;      // cuda buffers go to UCX as they are
-
-  std::deque<Operation> operations_;  // posted since the last WaitAll()
-  std::size_t completed_ = 0;         // how many of operations_ are done
-  std::deque<std::size_t> finished_;  // indices completed, not yet reported by WaitAny()
-  std::size_t reported_ = 0;          // operations WaitAny() has reported
-  bool operation_failed_ = false;     // some completed operation has an error
-  std::atomic<int> lost_peers_{0};    // endpoints that reported failure
-  absl::Status broken_;               // set once a failure made this unusable
-  std::vector<PeerTraffic> traffic_;  // by rank
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace testbed
