@@ -1,8 +1,11 @@
 #include "worker/ps_client.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
+#include <limits>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -39,6 +42,18 @@ void PsClient::Connect() {
   // This client's connections are its own, so dropping its channels closes
   // them (and with them any writes still queued on lent slices).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // A shard that stops reading (stalled, not dead) fills the kernel's send
+  // buffer: TCP then holds bytes of this worker's writes, and neither the
+  // deadline nor a cancel can end a call whose data TCP still holds (gRPC's
+  // proposal A18, "TCP User Timeout"). gRPC sets TCP_USER_TIMEOUT from the
+  // keepalive timeout, so a connection whose data goes unacknowledged for
+  // this client's timeout is closed and its writes fail. The keepalive time
+  // is above the servers' default minimum ping interval (5 min): no ping of
+  // ours is ever refused as too many.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10 * 60 * 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+              static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+                  timeout_.count(), std::numeric_limits<int>::max())));
   push_pull_.clear();
   stubs_.clear();
   channels_.clear();
@@ -210,10 +225,16 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, const Layout&
   header.set_worker(worker);
   header.set_step(step);
   std::uint64_t pushed = 0;
-  std::thread writer([&] { pushed = WritePush(*stream, header, layout, slice, data, lent); });
+  std::promise<void> written;
+  std::future<void> writer_done = written.get_future();
+  std::thread writer([&] {
+    pushed = WritePush(*stream, header, layout, slice, data, lent);
+    written.set_value();
+  });
   std::uint64_t pulled = 0;
   absl::Status read = ReadValues(*stream, s, layout.element, slice, data, &pulled);
   if (!read.ok()) context.TryCancel();  // ends the writer's writes too
+  AwaitWriter(s, context, writer_done);
   writer.join();
   traffic_[s].bytes_pushed += pushed;
   traffic_[s].bytes_pulled += pulled;
@@ -226,6 +247,35 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, const Layout&
                                             " of ", bytes, " bytes"));
   }
   return absl::OkStatus();
+}
+
+void PsClient::AwaitWriter(int s, grpc::ClientContext& context, std::future<void>& done) const {
+  // The reads have ended, so the call has: the shard sent its status, or the
+  // deadline or a cancel ended it. A write still blocked then waits on TCP
+  // for bytes a stalled shard does not read (the stalled-shard test in
+  // tests/integration/parameter_server_test.cc hung so, under load, until
+  // Connect set TCP_USER_TIMEOUT): it ends when TCP gives up on the
+  // connection, within this client's timeout.
+  constexpr auto kWriteGrace = std::chrono::seconds(1);
+  if (done.wait_for(kWriteGrace) == std::future_status::ready) return;
+  const auto cancel_wait = timeout_ + std::chrono::seconds(10);
+  std::fprintf(stderr,
+               "parameter server client: a push to shard %d still blocks %lld s after its call "
+               "ended (the shard does not read); up to %lld s more for TCP to close it\n",
+               s, static_cast<long long>(kWriteGrace.count()),
+               static_cast<long long>(
+                   std::chrono::duration_cast<std::chrono::seconds>(cancel_wait).count()));
+  context.TryCancel();
+  if (done.wait_for(cancel_wait) == std::future_status::ready) return;
+  // Returning would free `data` and the stream under a writer still using them.
+  std::fprintf(stderr,
+               "fatal: a push to parameter server shard %d at %s still blocks %lld s after "
+               "its call ended and was cancelled; stopping rather than hanging\n",
+               s, addresses_[s].c_str(),
+               static_cast<long long>(
+                   std::chrono::duration_cast<std::chrono::seconds>(kWriteGrace + cancel_wait)
+                       .count()));
+  std::abort();
 }
 
 absl::Status PsClient::ReadValues(PushStream& stream, int s, std::size_t element,

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,6 +117,10 @@ class PsClient {
   std::uint64_t WritePush(PushStream& stream, const proto::PushChunk& header,
                           const Layout& layout, const Slice& slice, MutableBuffer data,
                           LentSlices& lent);
+  // Waits for the writer of shard `shard`'s step (`done`) once its reads have
+  // ended, cancelling the call if it still writes; stops the process if even
+  // that does not end it.
+  void AwaitWriter(int shard, grpc::ClientContext& context, std::future<void>& done) const;
   // Reads the values of `slice` into `data` until the stream ends, counting
   // their bytes in `pulled`; an error if shard `shard` sent a bad chunk.
   absl::Status ReadValues(PushStream& stream, int shard, std::size_t element, const Slice& slice,
