@@ -181,6 +181,10 @@ grpc::Status CoordinatorService::Submit(grpc::ServerContext* context,
   if (!call.ok()) return ToGrpcStatus(call.status());
   const std::chrono::seconds wait_for_workers(
       request->wait_for_workers_s() ? request->wait_for_workers_s() : 30);
+  if (request->job_case() == proto::SubmitRequest::JOB_NOT_SET) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the request names no job: set spec (an experiment) or training");
+  }
   std::unique_lock lock(mu_);
   if (absl::StatusOr<std::uint64_t> id =
           request->has_training()

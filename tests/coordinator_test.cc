@@ -83,6 +83,14 @@ TEST_F(CoordinatorTest, RefusesABadSpecNamingTheField) {
   EXPECT_NE(st.error_message().find("unknown algorithm 'bubble'"), std::string::npos);
 }
 
+// SubmitRequest.job is a oneof: a request with neither an experiment nor a
+// training run is refused by name, not run as an empty experiment.
+TEST_F(CoordinatorTest, RefusesARequestNamingNoJob) {
+  const grpc::Status st = Submit(proto::SubmitRequest{});
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("names no job"), std::string::npos) << st.error_message();
+}
+
 TEST_F(CoordinatorTest, GivesUpOnWorkersThatNeverAttach) {
   proto::SubmitRequest request;
   request.mutable_spec()->set_workers(2);
