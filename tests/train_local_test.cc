@@ -94,7 +94,7 @@ TEST(TrainLocalTest, ParameterServerBucketsWithOverlapTrainLikeRing) {
 TEST(TrainLocalTest, RowsCarryCompressedAndDenseBytes) {
   const TrainTestSplit data = ToyData();
   LocalTrainingOptions options = Options("ring", 1);
-  options.compress = "fp16";
+  options.compression = *ParseCompression("fp16");
   const proto::TrainingRow ring = Train(options, data).back();
   const auto parameters = static_cast<std::uint64_t>(ring.parameters());
   EXPECT_EQ(ring.compress(), "fp16");
@@ -105,7 +105,7 @@ TEST(TrainLocalTest, RowsCarryCompressedAndDenseBytes) {
   EXPECT_EQ(ring.payload_bytes(),
             static_cast<std::uint64_t>(rank0.bytes_sent + rank0.bytes_received));
   options = Options("ps", 1);
-  options.compress = "fp16";
+  options.compression = *ParseCompression("fp16");
   const proto::TrainingRow ps = Train(options, data).back();
   EXPECT_EQ(ps.compress(), "fp16");
   EXPECT_EQ(ps.dense_gradient_bytes(), 4 * parameters);
@@ -114,7 +114,8 @@ TEST(TrainLocalTest, RowsCarryCompressedAndDenseBytes) {
 
 TEST(TrainLocalTest, RefusesBadCompressionByName) {
   LocalTrainingOptions options = Options("ring", 1);
-  options.compress = "topk:2";
+  // The flag refuses it; a spec file or a caller can still write it.
+  options.compression = {.kind = CompressionConfig::Kind::kTopK, .ratio = 2};
   const absl::Status status =
       RunLocalTraining(options, ToyData(), [](const proto::TrainingRow&) {});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;

@@ -51,7 +51,7 @@ LocalTrainingOptions Options(const std::string& sync, const std::string& ps_mode
   LocalTrainingOptions options;
   options.workers = 3;
   options.sync = sync;
-  options.ps_mode = ps_mode;
+  if (!ps_mode.empty()) options.ps_mode = *ParsePsMode(ps_mode);
   options.train.hidden = {9, 7};
   options.train.batch = 3;
   options.train.optimizer = "sgd";
@@ -97,11 +97,9 @@ TEST(TrainPsModeTest, PsRowsSaySyncByDefaultAndAllReduceRowsNoMode) {
 }
 
 TEST(TrainPsModeTest, RefusesABadModeAndAModeWithoutTheParameterServer) {
-  absl::Status status = RunLocalTraining(Options("ps", "ssp:k"), ToyData(),
-                                         [](const proto::TrainingRow&) {});
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
-  EXPECT_NE(status.message().find("unknown ps mode 'ssp:k'"), std::string::npos) << status;
-  status = RunLocalTraining(Options("ring", "ssp:2"), ToyData(), [](const proto::TrainingRow&) {});
+  EXPECT_NE(ParsePsMode("ssp:k").status().message().find("unknown ps mode 'ssp:k'"),
+            std::string::npos);
+  absl::Status status = RunLocalTraining(Options("ring", "ssp:2"), ToyData(), [](const proto::TrainingRow&) {});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_NE(status.message().find("--ps-mode ssp:2 needs --sync ps"), std::string::npos)
       << status;
@@ -112,16 +110,24 @@ TEST(TrainPsModeTest, RefusesABadModeAndAModeWithoutTheParameterServer) {
 TEST(TrainPsModeTest, TheTrainingSpecCarriesTheModeAndIsCheckedLikeTheFlags) {
   proto::TrainingSpec spec;
   spec.set_sync("ps");
-  spec.set_ps_mode("ssp:3");
+  spec.mutable_ps_mode()->set_consistency(proto::TensorSpec::BOUNDED_STALENESS);
+  spec.mutable_ps_mode()->set_staleness(3);
   absl::StatusOr<TrainingSetup> setup = TrainingSetupFromSpec(spec);
   ASSERT_TRUE(setup.ok()) << setup.status();
-  EXPECT_EQ(setup->ps_mode, "ssp:3");
-  EXPECT_EQ(TrainingSpecOf(*setup).ps_mode(), "ssp:3");
-  spec.set_ps_mode("ssp");
-  EXPECT_NE(TrainingSetupFromSpec(spec).status().message().find("unknown ps mode 'ssp'"),
+  ASSERT_TRUE(setup->ps_mode.has_value());
+  EXPECT_EQ(setup->ps_mode->Name(), "ssp:3");
+  EXPECT_EQ(TrainingSpecOf(*setup).ps_mode().staleness(), 3u);
+  // A spec file can write what the flag cannot: a staleness in a mode
+  // without one, or one past the bound.
+  spec.mutable_ps_mode()->set_consistency(proto::TensorSpec::ASYNCHRONOUS);
+  EXPECT_NE(TrainingSetupFromSpec(spec).status().message().find("needs BOUNDED_STALENESS"),
             std::string::npos);
+  spec.mutable_ps_mode()->set_consistency(proto::TensorSpec::BOUNDED_STALENESS);
+  spec.mutable_ps_mode()->set_staleness(3000000000u);
+  EXPECT_NE(TrainingSetupFromSpec(spec).status().message().find("over 2^31"), std::string::npos);
   spec.set_sync("tree");
-  spec.set_ps_mode("async");
+  spec.mutable_ps_mode()->set_consistency(proto::TensorSpec::ASYNCHRONOUS);
+  spec.mutable_ps_mode()->set_staleness(0);
   const absl::Status refused = TrainingSetupFromSpec(spec).status();
   EXPECT_NE(refused.message().find("--ps-mode async needs --sync ps"), std::string::npos)
       << refused;

@@ -8,7 +8,10 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "experiments/cli/train_flags.h"
 #include "experiments/cli/train_sweep.h"
 #include "worker/train/rank_training.h"
@@ -30,17 +33,18 @@ absl::StatusOr<proto::TrainingSpec> Build(const std::string& command_line) {
 TEST(TrainSpecTest, TheTradeoffsSpecParsesAndExpandsToItsCrossProduct) {
   const absl::StatusOr<proto::TrainingSpec> spec = Build("train --spec " + kTradeoffs);
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_EQ(spec->network(), "netns");
+  EXPECT_EQ(spec->network(), proto::Network::netns);
   const std::vector<TrainingRun> runs = ExpandTrainingSpec(*spec);
   ASSERT_EQ(runs.size(), 2u * 2 * 8 * 3);  // links x models x schemes x N
-  std::set<std::string> schemes, models, links;
+  std::set<std::string> schemes, models;
+  std::set<std::uint64_t> links;
   for (const TrainingRun& run : runs) {
     const absl::StatusOr<TrainingSetup> setup = TrainingSetupFromSpec(run.spec);
     ASSERT_TRUE(setup.ok()) << run.scheme << ": " << setup.status();
     EXPECT_TRUE(run.spec.worker_counts().empty() && run.spec.schemes().empty());
     schemes.insert(run.scheme);
     models.insert(run.model);
-    links.insert(run.spec.link_rate());
+    links.insert(run.spec.link_rate_bps());
     if (run.scheme == "ps-SN") {
       EXPECT_EQ(setup->servers, setup->workers);  // S = N
     }
@@ -50,7 +54,7 @@ TEST(TrainSpecTest, TheTradeoffsSpecParsesAndExpandsToItsCrossProduct) {
     if (run.scheme == "ring+bucket+overlap+fp16") {
       EXPECT_TRUE(setup->overlap);
       EXPECT_EQ(setup->bucket_bytes, 1u << 20);
-      EXPECT_EQ(setup->compress, "fp16");
+      EXPECT_EQ(setup->compression.kind, CompressionConfig::Kind::kFp16);
     }
     if (run.model == "large") {
       EXPECT_EQ(setup->train.hidden, (std::vector<int>{1024, 1024}));
@@ -58,7 +62,7 @@ TEST(TrainSpecTest, TheTradeoffsSpecParsesAndExpandsToItsCrossProduct) {
   }
   EXPECT_EQ(schemes.size(), 8u);
   EXPECT_EQ(models, (std::set<std::string>{"small", "large"}));
-  EXPECT_EQ(links, (std::set<std::string>{"1gbit", "100mbit"}));
+  EXPECT_EQ(links, (std::set<std::uint64_t>{1000000000, 100000000}));
   // N ascending within each (link, model, scheme): N = 1, when swept, comes first.
   EXPECT_EQ(runs[0].spec.workers(), 2u);
   EXPECT_EQ(runs[1].spec.workers(), 4u);
@@ -97,7 +101,7 @@ TEST(TrainSpecTest, FlagsBesideASpecOverrideItAndReplaceTheirAxis) {
   ASSERT_EQ(runs.size(), 2u * 8);  // models x schemes
   for (const TrainingRun& run : runs) {
     EXPECT_EQ(run.spec.workers(), 2u);
-    EXPECT_EQ(run.spec.link_rate(), "100mbit");
+    EXPECT_EQ(run.spec.link_rate_bps(), 100000000u);
   }
   const absl::StatusOr<proto::TrainingSpec> one =
       Build("train --spec " + kTradeoffs + " --sync tree --hidden 32");
@@ -121,13 +125,14 @@ TEST(TrainSpecTest, WithoutASpecTheFlagsAreTheSpec) {
   EXPECT_EQ(setup->train.hidden, (std::vector<int>{32, 16}));
   EXPECT_EQ(setup->train.optimizer, "adam");
   EXPECT_DOUBLE_EQ(setup->train.learning_rate, 0.001);
-  EXPECT_EQ(setup->compress, "fp16");
+  EXPECT_EQ(setup->compression.kind, CompressionConfig::Kind::kFp16);
   EXPECT_EQ(setup->bucket_bytes, 1u << 19);
   EXPECT_TRUE(setup->overlap);
   EXPECT_EQ(setup->train.steps, 7);
   EXPECT_EQ(setup->train.seed, 9u);
   EXPECT_EQ(setup->report.every_steps, 2);
-  EXPECT_EQ(runs[0].spec.network(), "loopback");
+  ASSERT_TRUE(runs[0].spec.has_network());
+  EXPECT_EQ(runs[0].spec.network(), proto::Network::loopback);
   // And back: the spec of a setup is that setup.
   const absl::StatusOr<TrainingSetup> again = TrainingSetupFromSpec(TrainingSpecOf(*setup));
   ASSERT_TRUE(again.ok());
@@ -153,6 +158,35 @@ TEST(TrainSpecTest, BadSpecsAreRefusedByName) {
   EXPECT_NE(Build("train --deployment run -c h:1 --network loopback").status().message().find(
                 "--network places"),
             std::string::npos);
+}
+
+// A training spec written when its choices were strings is refused with one
+// line naming the field, the old value and the new spelling - a field inside
+// a scheme too - never read with the field dropped.
+TEST(TrainSpecTest, OldStringSpellingsAreRefusedWithTheNewOne) {
+  const std::string path = std::filesystem::temp_directory_path() / "testbed_old_train.textproto";
+  for (const auto& [line, old, expected] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"network: \"netns\"", "network: \"netns\"", "network: netns"},
+           {"link_rate: \"1gbit\"", "link_rate: \"1gbit\"", "link_rate_bps: 1000000000"},
+           {"link_rates: [\"1gbit\", \"100mbit\"]", "link_rates: [\"1gbit\", \"100mbit\"]",
+            "link_rates_bps: [1000000000, 100000000]"},
+           {"lr_scaling: \"linear\"", "lr_scaling: \"linear\"", "lr_scaling: linear"},
+           {"compress: \"topk:0.01\"", "compress: \"topk:0.01\"",
+            "compression { topk_ratio: 0.01 }"},
+           {"ps_mode: \"ssp:2\"", "ps_mode: \"ssp:2\"",
+            "ps_mode { consistency: BOUNDED_STALENESS staleness: 2 }"},
+           {"schemes { name: \"r\" sync: \"ring\" bucket_mb: 1 }", "bucket_mb: 1",
+            "bucket_bytes: 1048576"},
+           {"schemes { name: \"r\" compress: \"fp16\" }", "compress: \"fp16\"",
+            "compression { fp16 { } }"}}) {
+    std::ofstream(path) << "workers: 2\n" << line << "\n";
+    const absl::StatusOr<proto::TrainingSpec> spec = Build("train --spec " + path);
+    ASSERT_FALSE(spec.ok()) << line;
+    EXPECT_EQ(spec.status().message(),
+              absl::StrCat(path, ":2: ", old, " is the old spelling; write ", expected));
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

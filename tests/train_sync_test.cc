@@ -337,7 +337,7 @@ TEST(AllReduceSyncTest, RefusesACollectiveThatIsNotAScheduledAllReduce) {
 TEST(TrainLearningRateScalingTest, LinearScalingIsTheRateTimesN) {
   const Dataset data = ToyData();
   TrainConfig scaled = Config("momentum", kBatch);
-  scaled.lr_scaling = "linear";
+  scaled.lr_scaling = proto::LrScaling::linear;
   EXPECT_DOUBLE_EQ(TrainingOptimizer(scaled, 3)->learning_rate(), 3 * scaled.learning_rate);
   TrainConfig alone = Config("momentum", kBatch * 3);
   alone.learning_rate *= 3;
@@ -347,10 +347,10 @@ TEST(TrainLearningRateScalingTest, LinearScalingIsTheRateTimesN) {
 
 TEST(TrainLearningRateScalingTest, RefusesUnknownScalingAndWarmupWithAdam) {
   TrainConfig config = Config("sgd", kBatch);
-  config.lr_scaling = "sqrt";
+  config.lr_scaling = static_cast<proto::LrScaling::Kind>(7);  // a number no word names
   absl::StatusOr<proto::Optimizer> unknown = TrainingOptimizer(config, 2);
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("--lr-scaling 'sqrt'"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("unknown lr_scaling 7"), std::string::npos);
   config = Config("adam", kBatch);
   config.warmup_steps = 3;
   absl::StatusOr<proto::Optimizer> adam = TrainingOptimizer(config, 2);

@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/transport/ucx_settings.h"
+#include "common/link_units.h"
 #include "common/memory_reuse.h"
+#include "proto/enum_text.h"
 #include "proto/spec.h"
 #include "worker/interface_counters.h"
 #include "worker/sweep_runner.h"
@@ -47,9 +49,8 @@ GpuPathRequest GpuPathRequestOf(proto::GpuPath::Kind path) {
 // TrainingRow.deployment of a run on daemons: where `testbed train` placed
 // them (the spec's network), or "run" for daemons already deployed.
 std::string TrainingDeployment(const proto::TrainingSpec& spec) {
-  if (spec.network() == "netns") return "local-netns";
-  if (spec.network() == "loopback") return "local-daemons";
-  return "run";
+  if (!spec.has_network()) return "run";
+  return spec.network() == proto::Network::netns ? "local-netns" : "local-daemons";
 }
 
 // "is prepared": where an experiment is, for refusals.
@@ -228,8 +229,8 @@ absl::Status ControlHandlers::Train(Experiment& e) {
   if (!data.ok()) return data.status();
   const int rank = e.transport->rank();
   proto::TrainingRow header = TrainingHeader(*setup, data->train, TrainingDeployment(spec));
-  header.set_network(spec.network());
-  header.set_link_rate(spec.link_rate());
+  if (spec.has_network()) header.set_network(EnumText(spec.network()));
+  if (spec.link_rate_bps() != 0) header.set_link_rate(FormatLinkRate(spec.link_rate_bps()));
   bool lost = false;  // the coordinator's stream closed under a row
   const TrainingRowSink sink = [&](const proto::TrainingRow& row) {
     proto::WorkerMessage m;

@@ -1,17 +1,23 @@
 #include "experiments/cli/spec_file.h"
 
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/link_units.h"
 #include "proto/spec.h"
+#include "proto/training_spec.h"
 
 namespace testbed {
 namespace {
@@ -48,52 +54,92 @@ const google::protobuf::FieldDescriptor* FindField(const google::protobuf::Descr
   return nullptr;
 }
 
-// `name: "value"` (spaces around either), as a line of text format writes a
-// string field.
-bool SplitQuotedField(absl::string_view line, std::string& name, std::string& value) {
-  line = absl::StripLeadingAsciiWhitespace(line);
-  std::size_t end = 0;
-  while (end < line.size() && (absl::ascii_isalnum(line[end]) || line[end] == '_')) ++end;
-  if (end == 0) return false;
-  name = std::string(line.substr(0, end));
-  line = absl::StripLeadingAsciiWhitespace(line.substr(end));
-  if (line.empty() || line.front() != ':') return false;
-  line = absl::StripLeadingAsciiWhitespace(line.substr(1));
-  if (line.empty() || line.front() != '"') return false;
-  const std::size_t close = line.find('"', 1);
-  if (close == absl::string_view::npos) return false;
-  value = std::string(line.substr(1, close - 1));
-  return true;
+// One `name: value` of a line of text format, as an old spec wrote it: a
+// quoted string, a [list], or a bare number.
+struct OldField {
+  std::string text;   // as written
+  std::string name;
+  std::string value;  // without its quotes or brackets
+  char kind;          // '"' quoted, '[' a list, ' ' bare
+};
+
+std::vector<OldField> FieldsOf(const std::string& line) {
+  static const std::regex kField(R"re((\w+)\s*:\s*(?:"([^"]*)"|\[([^\]]*)\]|([^\s}\]]+)))re");
+  std::vector<OldField> fields;
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), kField);
+       it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    if (m[2].matched) fields.push_back({m[0], m[1], m[2], '"'});
+    if (m[3].matched) fields.push_back({m[0], m[1], m[3], '['});
+    if (m[4].matched) fields.push_back({m[0], m[1], m[4], ' '});
+  }
+  return fields;
 }
 
-// The spelling of `field: "value"` since the spec's strings became typed
-// (proto/vocabulary.proto), or "" where `line` is not one.
-std::string NewSpelling(const google::protobuf::Descriptor& root, absl::string_view line) {
-  std::string name, value;
-  if (!SplitQuotedField(line, name, value)) return "";
-  if (name == "link_rate" && FindField(root, "link_rate_bps") != nullptr) {
-    const absl::StatusOr<std::uint64_t> bps = ParseLinkRateBps(value);
+// `message` on one line, as text format writes it: "name { fp16 { } }".
+std::string OneLine(const std::string& name, const google::protobuf::Message& message) {
+  std::string inner;
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  printer.PrintToString(message, &inner);
+  return absl::StrCat(name, " { ", absl::StripAsciiWhitespace(inner), " }");
+}
+
+// "[\"1gbit\", \"100mbit\"]" -> "link_rates_bps: [1000000000, 100000000]".
+std::string RatesSpelling(const std::string& list) {
+  std::vector<std::string> rates;
+  for (absl::string_view item : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item.size() < 2 || item.front() != '"' || item.back() != '"') return "";
+    const absl::StatusOr<std::uint64_t> bps = ParseLinkRateBps(std::string(item.substr(1, item.size() - 2)));
+    if (!bps.ok()) return "";
+    rates.push_back(absl::StrCat(*bps));
+  }
+  return absl::StrCat("link_rates_bps: [", absl::StrJoin(rates, ", "), "]");
+}
+
+// The fields whose name or type changed when the specs became typed
+// (proto/vocabulary.proto, proto/training.proto).
+std::string RenamedSpelling(const google::protobuf::Descriptor& root, const OldField& f) {
+  if (f.name == "link_rate" && f.kind == '"' && FindField(root, "link_rate_bps") != nullptr) {
+    const absl::StatusOr<std::uint64_t> bps = ParseLinkRateBps(f.value);
     return bps.ok() ? absl::StrCat("link_rate_bps: ", *bps) : "";
   }
-  if (name == "model_alpha") {
-    const absl::StatusOr<double> seconds = ParseDuration(value);
+  if (f.name == "link_rates" && f.kind == '[') return RatesSpelling(f.value);
+  if (f.name == "model_alpha" && f.kind == '"') {
+    const absl::StatusOr<double> seconds = ParseDuration(f.value);
     return seconds.ok() ? absl::StrCat("model_alpha_us: ", *seconds * 1e6) : "";
   }
-  const google::protobuf::FieldDescriptor* field = FindField(root, name);
+  double mib = 0;
+  if (f.name == "bucket_mb" && f.kind == ' ' && absl::SimpleAtod(f.value, &mib) && mib >= 0) {
+    return absl::StrCat("bucket_bytes: ", static_cast<std::uint64_t>(mib * (1 << 20)));
+  }
+  if (f.name == "compress" && f.kind == '"') {
+    const absl::StatusOr<proto::Compression> compression = ParseCompressionText(f.value);
+    return compression.ok() ? OneLine("compression", *compression) : "";
+  }
+  if (f.name == "ps_mode" && f.kind == '"') {
+    const absl::StatusOr<proto::PsMode> mode = ParsePsModeText(f.value);
+    return mode.ok() ? OneLine("ps_mode", *mode) : "";
+  }
+  return "";
+}
+
+// The spelling of `f` since the spec's strings became typed, or "" where it
+// has not changed.
+std::string NewSpelling(const google::protobuf::Descriptor& root, const OldField& f) {
+  if (std::string renamed = RenamedSpelling(root, f); !renamed.empty()) return renamed;
+  if (f.kind != '"') return "";
+  const google::protobuf::FieldDescriptor* field = FindField(root, f.name);
   if (field == nullptr) return "";
   if (field->enum_type() != nullptr) {
-    const std::string word = absl::StrReplaceAll(value, {{"-", "_"}});
+    const std::string word = absl::StrReplaceAll(f.value, {{"-", "_"}});
     if (field->enum_type()->FindValueByName(word) == nullptr) return "";
-    return absl::StrCat(name, ": ", word);
+    return absl::StrCat(f.name, ": ", word);
   }
   if (field->message_type() != nullptr && field->message_type()->full_name() == "testbed.proto.Segment") {
-    const absl::StatusOr<proto::Segment> segment = ParseSegment(value);
-    if (!segment.ok()) return "";
-    std::string inner;
-    google::protobuf::TextFormat::Printer printer;
-    printer.SetSingleLineMode(true);
-    printer.PrintToString(*segment, &inner);
-    return absl::StrCat(name, " { ", absl::StripAsciiWhitespace(inner), " }");
+    const absl::StatusOr<proto::Segment> segment = ParseSegment(f.value);
+    return segment.ok() ? OneLine(f.name, *segment) : "";
   }
   return "";
 }
@@ -103,12 +149,15 @@ std::string NewSpelling(const google::protobuf::Descriptor& root, absl::string_v
 std::string OldSpellingError(const std::string& path, const google::protobuf::Message& spec,
                              const std::string& text, int line) {
   if (line < 0) return "";
-  const std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n');
   if (line >= static_cast<int>(lines.size())) return "";
-  const std::string spelling = NewSpelling(*spec.GetDescriptor(), lines[line]);
-  if (spelling.empty()) return "";
-  return absl::StrCat(path, ":", line + 1, ": ", absl::StripAsciiWhitespace(lines[line]),
-                      " is the old spelling; write ", spelling);
+  for (const OldField& f : FieldsOf(lines[line])) {
+    const std::string spelling = NewSpelling(*spec.GetDescriptor(), f);
+    if (spelling.empty()) continue;
+    return absl::StrCat(path, ":", line + 1, ": ", f.text, " is the old spelling; write ",
+                        spelling);
+  }
+  return "";
 }
 
 }  // namespace

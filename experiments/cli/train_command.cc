@@ -21,7 +21,7 @@ namespace {
 // writable --out. 0, or the exit code after saying why on `err`.
 int CheckCanStart(const TrainOptions& options, const proto::TrainingSpec& spec,
                   std::ofstream& jsonl, std::ostream& err) {
-  if (spec.network() == "netns" && geteuid() != 0) {
+  if (spec.network() == proto::Network::netns && geteuid() != 0) {
     err << "testbed train: --network netns needs root (it creates network namespaces, links "
            "and tc limits); run it as root, or leave out --network\n";
     return 2;
@@ -46,7 +46,7 @@ int RunTrain(const TrainOptions& options, std::ostream& out, std::ostream& err) 
   }
   std::ofstream jsonl;
   if (const int code = CheckCanStart(options, *spec, jsonl, err); code != 0) return code;
-  const bool threads = options.deployment == "local" && spec->network().empty();
+  const bool threads = options.deployment == "local" && !spec->has_network();
   // The threads train on this process's copy of the data; daemons load their own.
   std::optional<TrainTestSplit> data;
   if (threads) {

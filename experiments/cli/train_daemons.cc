@@ -36,14 +36,13 @@ absl::StatusOr<DaemonPlacement> PlaceDaemons(const proto::TrainingSpec& spec, in
   DaemonPlacement placement;
   placement.environment = {{"TESTBED_JOB_ID", credentials.job_id},
                            {"TESTBED_TOKEN", credentials.token}};
-  if (spec.network() != "netns") {
+  if (spec.network() != proto::Network::netns) {
     if (std::getenv("UCX_NET_DEVICES") == nullptr) {
       placement.environment.emplace_back("UCX_NET_DEVICES", "lo");  // loopback means loopback
     }
     return placement;
   }
-  double rate = 0;
-  if (!spec.link_rate().empty()) rate = *ParseLinkRate(spec.link_rate());
+  const double rate = static_cast<double>(spec.link_rate_bps());
   absl::StatusOr<std::unique_ptr<NetnsFabric>> created = NetnsFabric::Create({nodes, rate, ""});
   if (!created.ok()) {
     return absl::Status(created.status().code(),
@@ -55,7 +54,7 @@ absl::StatusOr<DaemonPlacement> PlaceDaemons(const proto::TrainingSpec& spec, in
   placement.environment.emplace_back("UCX_TLS", "tcp");
   placement.environment.emplace_back("UCX_NET_DEVICES", NetnsFabric::kNodeDevice);
   err << "testbed train: emulated cluster " << placement.fabric->tag() << ": " << nodes
-      << " nodes, each link " << (spec.link_rate().empty() ? "unlimited" : spec.link_rate())
+      << " nodes, each link " << (spec.link_rate_bps() == 0 ? "unlimited" : FormatLinkRate(spec.link_rate_bps()))
       << std::endl;
   return placement;
 }

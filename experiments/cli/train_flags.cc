@@ -33,13 +33,13 @@ void AddDeploymentFlags(CLI::App& cmd, TrainOptions& options) {
   cmd.add_option("--spec", options.spec_file,
                  "A TrainingSpec in text format (proto/training.proto); flags beside it "
                  "override its fields, and its sweep axes run as their cross-product");
-  cmd.add_option("--network", options.network,
-                 "local: loopback or netns - the ranks as testbed-worker daemons started for "
-                 "the run, on loopback or each in its own network namespace (root); without "
-                 "it, threads of this process")
-      ->check(CLI::IsMember({"loopback", "netns"}));
-  cmd.add_option("--link-rate", options.link_rate,
-                 "netns: each node's link, both directions (e.g. 100mbit, 1gbit)");
+  // The shared declarations, with what training does without --network.
+  CLI::Option* network = AddNetworkFlag(cmd, options.network);
+  network->description(network->get_description() +
+                       "; local only, the ranks as testbed-worker daemons there (without it, "
+                       "threads of this process)");
+  network->default_str("");
+  AddLinkRateFlag(cmd, options.link_rate_bps);
   cmd.add_option("-c,--coordinator", options.coordinator, "run: the coordinator's HOST:PORT");
   cmd.add_option("--wait-for-workers", options.wait_for_workers_s,
                  "run: seconds the coordinator waits for N workers to attach")
@@ -64,19 +64,19 @@ void AddSyncFlags(CLI::App& cmd, TrainOptions& options) {
   cmd.add_option("--sync", options.run.sync, "How gradients are synchronised")
       ->check(CollectiveValidator(Kinds::kAllReduce))
       ->capture_default_str();
-  cmd.add_option("--ps-mode", options.run.ps_mode,
-                 "ps: sync (step t of every worker before anyone's t+1), async (the shards "
-                 "apply each push as it arrives; nobody waits) or ssp:K (bounded staleness: no "
-                 "worker more than K steps ahead of the slowest) [default: sync]")
-      ->check([](const std::string& text) {
-        absl::StatusOr<PsMode> parsed = ParsePsMode(text);
-        return parsed.ok() ? std::string() : std::string(parsed.status().message());
-      });
-  cmd.add_option("--servers", options.run.servers,
-                 "ps: parameter-server shards S, each a testbed-server daemon (the first is "
-                 "the coordinator)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  cmd.add_option_function<std::string>(
+         "--ps-mode",
+         [&options](const std::string& text) { options.run.ps_mode = *ParsePsMode(text); },
+         "ps: sync (step t of every worker before anyone's t+1), async (the shards apply each "
+         "push as it arrives; nobody waits) or ssp:K (bounded staleness: no worker more than K "
+         "steps ahead of the slowest) [default: sync]")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            absl::StatusOr<PsMode> parsed = ParsePsMode(text);
+            return parsed.ok() ? std::string() : std::string(parsed.status().message());
+          },
+          "MODE"));
+  AddServersFlag(cmd, options.run.servers);
 }
 
 // The model and how it is trained: its layers, the batch, the optimiser,
@@ -115,18 +115,23 @@ void AddStepFlags(CLI::App& cmd, TrainOptions& options) {
                  "or, with ps, its own tensor on the shards (0: one bucket)")
       ->check(CLI::Range(0.0, 4096.0))
       ->capture_default_str();
-  cmd.add_option("--compress", options.run.compress,
-                 "Gradient compression: none, fp16 (IEEE half) or topk:RATIO (that fraction of "
-                 "the elements, largest first, with error feedback)")
-      ->check([](const std::string& text) {
-        absl::StatusOr<CompressionConfig> parsed = ParseCompression(text);
-        return parsed.ok() ? std::string() : std::string(parsed.status().message());
-      })
-      ->capture_default_str();
-  cmd.add_option("--lr-scaling", options.run.train.lr_scaling,
-                 "none, or linear: the learning rate times N (the global batch is N * B)")
-      ->check(CLI::IsMember({"none", "linear"}))
-      ->capture_default_str();
+  cmd.add_option_function<std::string>(
+         "--compress",
+         [&options](const std::string& text) {
+           options.run.compression = *ParseCompression(text);
+         },
+         "Gradient compression: none, fp16 (IEEE half) or topk:RATIO (that fraction of the "
+         "elements, largest first, with error feedback)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            absl::StatusOr<CompressionConfig> parsed = ParseCompression(text);
+            return parsed.ok() ? std::string() : std::string(parsed.status().message());
+          },
+          "KIND"))
+      ->default_str(options.run.compression.Name());
+  AddEnumFlag(cmd, "--lr-scaling", options.run.train.lr_scaling,
+              "The learning rate's scaling with N; linear: the rate times N (the global batch "
+              "is N * B)");
   cmd.add_option("--warmup-steps", options.run.train.warmup_steps,
                  "Ramp the learning rate up linearly over this many steps (sgd, momentum)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
@@ -190,8 +195,8 @@ void ApplyAxisFlags(const TrainOptions& options, const FlagsOverSpec& flags,
     for (int width : options.run.train.hidden) spec.add_hidden(width);
   }
   if (flags.given("--link-rate")) {
-    spec.set_link_rate(options.link_rate);
-    if (flags.typed("--link-rate")) spec.clear_link_rates();
+    spec.set_link_rate_bps(options.link_rate_bps);
+    if (flags.typed("--link-rate")) spec.clear_link_rates_bps();
   }
 }
 
@@ -200,7 +205,10 @@ void ApplyFieldFlags(const TrainOptions& options, const FlagsOverSpec& flags,
                      proto::TrainingSpec& spec) {
   const LocalTrainingOptions& run = options.run;
   if (flags.given("--servers")) spec.set_servers(static_cast<std::uint32_t>(run.servers));
-  if (flags.given("--ps-mode")) spec.set_ps_mode(run.ps_mode);
+  // A ps mode and a network are set only where said: unset, they mean
+  // synchronous and threads.
+  if (flags.typed("--ps-mode") && run.ps_mode) *spec.mutable_ps_mode() = ToProto(*run.ps_mode);
+  if (flags.typed("--network")) spec.set_network(options.network);
   if (flags.given("--batch")) spec.set_batch(static_cast<std::uint32_t>(run.train.batch));
   if (flags.given("--lr")) spec.set_learning_rate(run.train.learning_rate);
   if (flags.given("--optimizer")) spec.set_optimizer(run.train.optimizer);
@@ -211,7 +219,7 @@ void ApplyFieldFlags(const TrainOptions& options, const FlagsOverSpec& flags,
   if (flags.given("--bucket-mb")) {
     spec.set_bucket_bytes(static_cast<std::uint64_t>(options.bucket_mb * (1 << 20)));
   }
-  if (flags.given("--compress")) spec.set_compress(run.compress);
+  if (flags.given("--compress")) *spec.mutable_compression() = ToProto(run.compression);
   if (flags.given("--lr-scaling")) spec.set_lr_scaling(run.train.lr_scaling);
   if (flags.given("--warmup-steps")) {
     spec.set_warmup_steps(static_cast<std::uint64_t>(run.train.warmup_steps));
@@ -222,7 +230,6 @@ void ApplyFieldFlags(const TrainOptions& options, const FlagsOverSpec& flags,
   }
   if (flags.given("--target-accuracy")) spec.set_target_accuracy(run.report.target_accuracy);
   if (flags.given("--data-dir") && !options.data_dir.empty()) spec.set_data_dir(options.data_dir);
-  if (flags.given("--network")) spec.set_network(options.network);
   if (flags.given("--timeout")) {
     spec.set_timeout_s(static_cast<std::uint32_t>(options.timeout_s));
   }
@@ -231,22 +238,14 @@ void ApplyFieldFlags(const TrainOptions& options, const FlagsOverSpec& flags,
 // Where the spec puts its ranks: a known network, link rates only on the
 // emulated cluster and each one readable, a deployment that fits.
 absl::Status CheckPlacement(const TrainOptions& options, const proto::TrainingSpec& spec) {
-  if (!spec.network().empty() && spec.network() != "loopback" && spec.network() != "netns") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --network '", spec.network(), "' (loopback or netns)"));
+  if (spec.has_network() && !proto::Network::Kind_IsValid(spec.network())) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown network ", spec.network()));
   }
-  if ((!spec.link_rate().empty() || spec.link_rates_size() > 0) && spec.network() != "netns") {
+  if ((spec.link_rate_bps() != 0 || spec.link_rates_bps_size() > 0) &&
+      spec.network() != proto::Network::netns) {
     return absl::InvalidArgumentError("--link-rate needs --network netns (the emulated cluster)");
   }
-  for (const std::string& rate : spec.link_rates()) {
-    if (absl::StatusOr<double> parsed = ParseLinkRate(rate); !parsed.ok()) return parsed.status();
-  }
-  if (!spec.link_rate().empty()) {
-    if (absl::StatusOr<double> parsed = ParseLinkRate(spec.link_rate()); !parsed.ok()) {
-      return parsed.status();
-    }
-  }
-  if (options.deployment == "run" && !spec.network().empty()) {
+  if (options.deployment == "run" && spec.has_network()) {
     return absl::InvalidArgumentError(
         "--network places the daemons of --deployment local; --deployment run uses the "
         "daemons already running");

@@ -6,6 +6,7 @@
 // Thread-safety: plain functions on the caller's thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "experiments/cluster/local_training.h"
 #include "proto/tls.h"
 #include "proto/training.pb.h"
+#include "proto/vocabulary.pb.h"
 #include "proto/training_spec.h"
 
 namespace testbed {
@@ -28,8 +30,8 @@ struct TrainOptions {
   std::string data_dir;  // the Fashion-MNIST files; default: Debian's folder
   std::string out;       // JSON lines; none if empty
   std::string spec_file;        // a TrainingSpec in text format; flags override it
-  std::string network;          // local: "" threads, loopback or netns daemons
-  std::string link_rate;        // netns: each node's link
+  proto::Network::Kind network = proto::Network::loopback;  // local, when typed: daemons there
+  std::uint64_t link_rate_bps = 0;  // netns: each node's link; 0 unlimited
   std::string coordinator;      // run: HOST:PORT
   int wait_for_workers_s = 30;  // daemons: how long the coordinator waits for N
   int timeout_s = 0;            // each wait of a rank; 0: 120 s

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/link_units.h"
 #include "experiments/cli/train_output.h"
 #include "proto/training_spec.h"
 #include "allreduce/collective.h"
@@ -36,17 +37,21 @@ std::string ApplyScheme(const proto::TrainingScheme& scheme, proto::TrainingSpec
   const std::uint32_t default_servers =
       RunsOnParameterServer(sync) ? n : static_cast<std::uint32_t>(kDefaultTrainingServers);
   one.set_servers(scheme.servers() ? scheme.servers() : default_servers);
-  one.set_bucket_bytes(static_cast<std::uint64_t>(scheme.bucket_mb() * (1 << 20)));
+  one.set_bucket_bytes(scheme.bucket_bytes());
   one.set_overlap(scheme.overlap());
-  one.set_compress(scheme.compress().empty() ? "none" : scheme.compress());
-  one.set_ps_mode(scheme.ps_mode());
+  *one.mutable_compression() = scheme.compression();
+  if (scheme.has_ps_mode()) {
+    *one.mutable_ps_mode() = scheme.ps_mode();
+  } else {
+    one.clear_ps_mode();
+  }
   return scheme.name().empty() ? sync : scheme.name();
 }
 
 // The runs of a sweep that differ only in N: their scaling is against the
 // group's N = 1.
 std::string ScalingGroup(const TrainingRun& run) {
-  return absl::StrCat(run.spec.link_rate(), "/", run.model, "/", run.scheme);
+  return absl::StrCat(run.spec.link_rate_bps(), "/", run.model, "/", run.scheme);
 }
 
 // "N = 8, scheme ring+fp16, model large, link 100mbit": which run of a sweep.
@@ -54,7 +59,8 @@ std::string RunName(const TrainingRun& run) {
   const proto::TrainingSpec& one = run.spec;
   return absl::StrCat("N = ", one.workers(), run.scheme.empty() ? "" : ", scheme ", run.scheme,
                       run.model.empty() ? "" : ", model ", run.model,
-                      one.link_rate().empty() ? "" : ", link ", one.link_rate());
+                      one.link_rate_bps() == 0 ? "" : ", link ",
+                      one.link_rate_bps() == 0 ? "" : FormatLinkRate(one.link_rate_bps()));
 }
 
 // Before each run of a sweep: which one it is.
@@ -86,8 +92,8 @@ absl::Status TrainOneRun(const TrainingRun& run, const RunOneTraining& run_one,
 
 std::vector<TrainingRun> ExpandTrainingSpec(const proto::TrainingSpec& spec) {
   const std::vector<std::uint32_t> counts = WorkerCountsAscending(spec);
-  std::vector<std::string> rates(spec.link_rates().begin(), spec.link_rates().end());
-  if (rates.empty()) rates.push_back(spec.link_rate());
+  std::vector<std::uint64_t> rates(spec.link_rates_bps().begin(), spec.link_rates_bps().end());
+  if (rates.empty()) rates.push_back(spec.link_rate_bps());
   std::vector<proto::TrainingModel> models(spec.models().begin(), spec.models().end());
   if (models.empty()) models.emplace_back();  // the spec's own hidden layers
   std::vector<proto::TrainingScheme> schemes(spec.schemes().begin(), spec.schemes().end());
@@ -96,17 +102,17 @@ std::vector<TrainingRun> ExpandTrainingSpec(const proto::TrainingSpec& spec) {
 
   proto::TrainingSpec base = spec;
   base.clear_worker_counts();
-  base.clear_link_rates();
+  base.clear_link_rates_bps();
   base.clear_models();
   base.clear_schemes();
   std::vector<TrainingRun> runs;
-  for (const std::string& rate : rates) {
+  for (const std::uint64_t rate : rates) {
     for (const proto::TrainingModel& model : models) {
       for (const proto::TrainingScheme& scheme : schemes) {
         for (std::uint32_t n : counts) {
           TrainingRun run{base, "", model.name()};
           run.spec.set_workers(n);
-          run.spec.set_link_rate(rate);
+          run.spec.set_link_rate_bps(rate);
           if (model.hidden_size() > 0) *run.spec.mutable_hidden() = model.hidden();
           if (!own_scheme) run.scheme = ApplyScheme(scheme, run.spec);
           runs.push_back(std::move(run));

@@ -1,4 +1,4 @@
-// `testbed train`'s sweep: a TrainingSpec's axes (worker_counts, link_rates,
+// `testbed train`'s sweep: a TrainingSpec's axes (worker_counts, link_rates_bps,
 // models, schemes) as the cross-product of one-run specs, and the loop that
 // runs them in turn, wherever the ranks run - labelling each run's rows with
 // its scheme and model, setting their scaling against N = 1, showing and

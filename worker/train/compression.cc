@@ -5,50 +5,34 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "proto/training_spec.h"
 
 namespace testbed {
-namespace {
 
-constexpr std::string_view kTopKPrefix = "topk:";
-
-absl::Status Refuse(std::string_view text, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("bad --compress '", std::string(text), "'",
-                                                  std::string(why),
-                                                  " (choose from none, fp16, topk:RATIO with "
-                                                  "0 < RATIO <= 1)"));
-}
-
-}  // namespace
-
-std::string CompressionConfig::Name() const {
-  switch (kind) {
-    case Kind::kNone: return "none";
-    case Kind::kFp16: return "fp16";
-    case Kind::kTopK: return absl::StrFormat("topk:%g", ratio);
-  }
-  return "";
-}
+std::string CompressionConfig::Name() const { return CompressionText(ToProto(*this)); }
 
 absl::StatusOr<CompressionConfig> ParseCompression(std::string_view text) {
+  absl::StatusOr<proto::Compression> compression = ParseCompressionText(text);
+  if (!compression.ok()) return compression.status();
+  return CompressionOf(*compression);
+}
+
+absl::StatusOr<CompressionConfig> CompressionOf(const proto::Compression& compression) {
+  if (absl::Status st = CheckCompression(compression); !st.ok()) return st;
   CompressionConfig config;
-  if (text == "none") return config;
-  if (text == "fp16") {
-    config.kind = CompressionConfig::Kind::kFp16;
-    return config;
+  if (compression.has_fp16()) config.kind = CompressionConfig::Kind::kFp16;
+  if (compression.kind_case() == proto::Compression::kTopkRatio) {
+    config.kind = CompressionConfig::Kind::kTopK;
+    config.ratio = compression.topk_ratio();
   }
-  if (!text.starts_with(kTopKPrefix)) return Refuse(text, "");
-  double ratio = 0;
-  const std::string_view number = text.substr(kTopKPrefix.size());
-  if (!absl::SimpleAtod(absl::string_view(number.data(), number.size()), &ratio)) {
-    return Refuse(text, ": RATIO is not a number");
-  }
-  if (!(ratio > 0 && ratio <= 1)) return Refuse(text, ": RATIO is out of range");
-  config.kind = CompressionConfig::Kind::kTopK;
-  config.ratio = ratio;
   return config;
+}
+
+proto::Compression ToProto(const CompressionConfig& config) {
+  proto::Compression compression;
+  if (config.kind == CompressionConfig::Kind::kFp16) compression.mutable_fp16();
+  if (config.kind == CompressionConfig::Kind::kTopK) compression.set_topk_ratio(config.ratio);
+  return compression;
 }
 
 void ToHalf(std::span<const float> values, std::span<std::uint16_t> out) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/training.pb.h"
 
 namespace testbed {
 
@@ -39,6 +40,10 @@ struct CompressionConfig {
 // "none", "fp16" or "topk:RATIO" with 0 < RATIO <= 1; anything else is
 // INVALID_ARGUMENT naming the value and the choices.
 absl::StatusOr<CompressionConfig> ParseCompression(std::string_view text);
+// A spec's compression (proto/training.proto) as the trainer takes it; a
+// top-k ratio outside (0, 1] is refused as ParseCompression refuses it.
+absl::StatusOr<CompressionConfig> CompressionOf(const proto::Compression& compression);
+proto::Compression ToProto(const CompressionConfig& config);
 
 // out[i] = values[i] as IEEE half (bits); out.size() == values.size().
 void ToHalf(std::span<const float> values, std::span<std::uint16_t> out);

@@ -1,38 +1,30 @@
 #include "worker/train/ps_sync.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "absl/strings/str_cat.h"
+#include "proto/training_spec.h"
 
 namespace testbed {
 
-std::string PsMode::Name() const {
-  switch (consistency) {
-    case proto::TensorSpec::ASYNCHRONOUS:
-      return "async";
-    case proto::TensorSpec::BOUNDED_STALENESS:
-      return absl::StrCat("ssp:", staleness);
-    default:
-      return "sync";
-  }
-}
+std::string PsMode::Name() const { return PsModeText(ToProto(*this)); }
 
 absl::StatusOr<PsMode> ParsePsMode(std::string_view text) {
-  if (text == "sync") return PsMode{};
-  if (text == "async") return PsMode{.consistency = proto::TensorSpec::ASYNCHRONOUS};
-  if (text.starts_with("ssp:")) {
-    const std::string_view bound = text.substr(4);
-    std::uint32_t k = 0;
-    const auto [end, error] = std::from_chars(bound.data(), bound.data() + bound.size(), k);
-    if (!bound.empty() && error == std::errc() && end == bound.data() + bound.size() &&
-        k <= (1u << 31)) {
-      return PsMode{.consistency = proto::TensorSpec::BOUNDED_STALENESS, .staleness = k};
-    }
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown ps mode '", std::string(text),
-                   "' (choose from sync, async, ssp:K with K >= 0 steps of staleness)"));
+  absl::StatusOr<proto::PsMode> mode = ParsePsModeText(text);
+  if (!mode.ok()) return mode.status();
+  return PsModeOf(*mode);
+}
+
+absl::StatusOr<PsMode> PsModeOf(const proto::PsMode& mode) {
+  if (absl::Status st = CheckPsMode(mode); !st.ok()) return st;
+  return PsMode{.consistency = mode.consistency(), .staleness = mode.staleness()};
+}
+
+proto::PsMode ToProto(const PsMode& mode) {
+  proto::PsMode out;
+  out.set_consistency(mode.consistency);
+  out.set_staleness(mode.staleness);
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(PsClient& client, std::string tensor,

@@ -65,6 +65,10 @@ struct PsMode {
 // Reads "sync", "async" or "ssp:K" (K a whole number of steps, 0 to 2^31);
 // anything else is refused in one line that lists them.
 absl::StatusOr<PsMode> ParsePsMode(std::string_view text);
+// A spec's ps mode (proto/training.proto) as PsSync takes it; a staleness
+// beyond ParsePsMode's bound, or one outside BOUNDED_STALENESS, is refused.
+absl::StatusOr<PsMode> PsModeOf(const proto::PsMode& mode);
+proto::PsMode ToProto(const PsMode& mode);
 
 // How PsSync cuts and schedules the gradient (bucket_pipeline.h).
 struct PsBuckets {

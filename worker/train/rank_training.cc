@@ -4,12 +4,39 @@
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/collective.h"
+#include "proto/enum_text.h"
 #include "worker/train/allreduce_sync.h"
 #include "worker/train/compression.h"
 #include "worker/train/mlp.h"
 #include "worker/train/ps_sync.h"
 
 namespace testbed {
+
+namespace {
+
+// The checks of a setup that no one field can make alone.
+absl::Status CheckSetup(const TrainingSetup& setup) {
+  for (int width : setup.train.hidden) {
+    if (width < 1) return absl::InvalidArgumentError("hidden layer widths must be at least 1");
+  }
+  if (setup.train.steps < 0 || setup.train.warmup_steps < 0 || setup.report.every_steps < 0) {
+    return absl::InvalidArgumentError("steps, warmup_steps and report_every_steps are counts");
+  }
+  if (!RunsOnParameterServer(setup.sync) &&
+      FindCollective(setup.sync, Kinds::kScheduledAllReduce) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown --sync '", setup.sync, "' (choose from ps, ",
+        CollectiveNames(Kinds::kScheduledAllReduce), ")"));
+  }
+  if (setup.ps_mode && !RunsOnParameterServer(setup.sync)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ps-mode ", setup.ps_mode->Name(), " needs --sync ps (", setup.sync,
+                     " is an all-reduce: every step is synchronous)"));
+  }
+  return TrainingOptimizer(setup.train, setup.workers).status();
+}
+
+}  // namespace
 
 absl::StatusOr<TrainingSetup> TrainingSetupFromSpec(const proto::TrainingSpec& spec) {
   if (HasSweepAxes(spec)) {
@@ -24,8 +51,14 @@ absl::StatusOr<TrainingSetup> TrainingSetupFromSpec(const proto::TrainingSpec& s
   setup.sync = run.sync();
   setup.bucket_bytes = spec.bucket_bytes();
   setup.overlap = spec.overlap();
-  if (!spec.compress().empty()) setup.compress = spec.compress();
-  setup.ps_mode = spec.ps_mode();
+  absl::StatusOr<CompressionConfig> compression = CompressionOf(spec.compression());
+  if (!compression.ok()) return compression.status();
+  setup.compression = *compression;
+  if (spec.has_ps_mode()) {
+    absl::StatusOr<PsMode> mode = PsModeOf(spec.ps_mode());
+    if (!mode.ok()) return mode.status();
+    setup.ps_mode = *mode;
+  }
   TrainConfig& train = setup.train;
   if (spec.hidden_size() > 0) train.hidden.assign(spec.hidden().begin(), spec.hidden().end());
   if (spec.batch() > 0) train.batch = static_cast<int>(spec.batch());
@@ -35,7 +68,7 @@ absl::StatusOr<TrainingSetup> TrainingSetupFromSpec(const proto::TrainingSpec& s
   if (spec.epochs() > 0) train.epochs = static_cast<int>(spec.epochs());
   train.steps = static_cast<std::int64_t>(spec.steps());
   if (spec.has_seed()) train.seed = spec.seed();
-  if (!spec.lr_scaling().empty()) train.lr_scaling = spec.lr_scaling();
+  train.lr_scaling = spec.lr_scaling();
   train.warmup_steps = static_cast<std::int64_t>(spec.warmup_steps());
   ReportConfig& report = setup.report;
   report.every_steps = static_cast<std::int64_t>(spec.report_every_steps());
@@ -43,34 +76,7 @@ absl::StatusOr<TrainingSetup> TrainingSetupFromSpec(const proto::TrainingSpec& s
     report.train_accuracy_samples = static_cast<int>(spec.train_accuracy_samples());
   }
   if (spec.has_target_accuracy()) report.target_accuracy = spec.target_accuracy();
-
-  for (int width : train.hidden) {
-    if (width < 1) return absl::InvalidArgumentError("hidden layer widths must be at least 1");
-  }
-  if (train.steps < 0 || train.warmup_steps < 0 || report.every_steps < 0) {
-    return absl::InvalidArgumentError("steps, warmup_steps and report_every_steps are counts");
-  }
-  if (!RunsOnParameterServer(setup.sync) && FindCollective(setup.sync, Kinds::kScheduledAllReduce) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown --sync '", setup.sync, "' (choose from ps, ",
-        CollectiveNames(Kinds::kScheduledAllReduce), ")"));
-  }
-  if (absl::StatusOr<CompressionConfig> c = ParseCompression(setup.compress); !c.ok()) {
-    return c.status();
-  }
-  if (!setup.ps_mode.empty()) {
-    if (absl::StatusOr<PsMode> mode = ParsePsMode(setup.ps_mode); !mode.ok()) {
-      return mode.status();
-    }
-    if (!RunsOnParameterServer(setup.sync)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--ps-mode ", setup.ps_mode, " needs --sync ps (", setup.sync,
-                       " is an all-reduce: every step is synchronous)"));
-    }
-  }
-  if (absl::StatusOr<proto::Optimizer> o = TrainingOptimizer(train, setup.workers); !o.ok()) {
-    return o.status();
-  }
+  if (absl::Status st = CheckSetup(setup); !st.ok()) return st;
   return setup;
 }
 
@@ -89,8 +95,8 @@ proto::TrainingSpec TrainingSpecOf(const TrainingSetup& setup) {
   spec.set_seed(setup.train.seed);
   spec.set_bucket_bytes(setup.bucket_bytes);
   spec.set_overlap(setup.overlap);
-  spec.set_compress(setup.compress);
-  spec.set_ps_mode(setup.ps_mode);
+  *spec.mutable_compression() = ToProto(setup.compression);
+  if (setup.ps_mode) *spec.mutable_ps_mode() = ToProto(*setup.ps_mode);
   spec.set_lr_scaling(setup.train.lr_scaling);
   spec.set_warmup_steps(static_cast<std::uint64_t>(setup.train.warmup_steps));
   spec.set_report_every_steps(static_cast<std::uint64_t>(setup.report.every_steps));
@@ -107,17 +113,14 @@ proto::TrainingRow TrainingHeader(const TrainingSetup& setup, const Dataset& tra
   header.set_deployment(deployment);
   if (RunsOnParameterServer(setup.sync)) {
     header.set_servers(static_cast<std::uint32_t>(setup.servers));
-    const absl::StatusOr<PsMode> mode =
-        setup.ps_mode.empty() ? PsMode{} : ParsePsMode(setup.ps_mode);
-    header.set_ps_mode(mode.ok() ? mode->Name() : setup.ps_mode);
+    header.set_ps_mode(setup.ps_mode.value_or(PsMode{}).Name());
   }
   const std::vector<int> layers = WorkerTrainer::LayerSizes(setup.train, train);
   for (int size : layers) header.add_layer_sizes(size);
   header.set_parameters(Mlp(layers).parameter_count());
-  const absl::StatusOr<CompressionConfig> compression = ParseCompression(setup.compress);
-  header.set_compress(compression.ok() ? compression->Name() : setup.compress);
+  header.set_compress(setup.compression.Name());
   header.set_dense_gradient_bytes(4 * static_cast<std::uint64_t>(header.parameters()));
-  header.set_lr_scaling(setup.train.lr_scaling);
+  header.set_lr_scaling(EnumText(setup.train.lr_scaling));
   header.set_warmup_steps(static_cast<std::uint32_t>(setup.train.warmup_steps));
   header.set_batch_per_worker(static_cast<std::uint32_t>(setup.train.batch));
   header.set_optimizer(setup.train.optimizer);
@@ -152,11 +155,9 @@ absl::StatusOr<std::unique_ptr<GradientSync>> MakeAllReduceSync(const TrainingSe
   }
   absl::StatusOr<proto::Optimizer> optimizer = TrainingOptimizer(setup.train, setup.workers);
   if (!optimizer.ok()) return optimizer.status();
-  absl::StatusOr<CompressionConfig> compression = ParseCompression(setup.compress);
-  if (!compression.ok()) return compression.status();
   absl::StatusOr<std::unique_ptr<AllReduceSync>> sync =
       AllReduceSync::Create(*collective, transport, parameters, setup.bucket_bytes, *optimizer,
-                            setup.overlap, *compression);
+                            setup.overlap, setup.compression);
   if (!sync.ok()) return sync.status();
   return std::unique_ptr<GradientSync>(*std::move(sync));
 }
@@ -167,14 +168,9 @@ absl::StatusOr<std::unique_ptr<GradientSync>> MakePsSync(const TrainingSetup& se
                                                          std::span<const float> initial) {
   absl::StatusOr<proto::Optimizer> optimizer = TrainingOptimizer(setup.train, setup.workers);
   if (!optimizer.ok()) return optimizer.status();
-  absl::StatusOr<CompressionConfig> compression = ParseCompression(setup.compress);
-  if (!compression.ok()) return compression.status();
-  const absl::StatusOr<PsMode> mode =
-      setup.ps_mode.empty() ? PsMode{} : ParsePsMode(setup.ps_mode);
-  if (!mode.ok()) return mode.status();
   absl::StatusOr<std::unique_ptr<PsSync>> sync =
       PsSync::Create(client, std::move(tensor), static_cast<std::uint32_t>(rank), setup.workers,
-                     initial, *optimizer, *compression, *mode,
+                     initial, *optimizer, setup.compression, setup.ps_mode.value_or(PsMode{}),
                      PsBuckets{.bytes = setup.bucket_bytes, .overlap = setup.overlap});
   if (!sync.ok()) return sync.status();
   return std::unique_ptr<GradientSync>(*std::move(sync));

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -20,8 +21,10 @@
 #include "proto/training.pb.h"
 #include "proto/training_spec.h"
 #include "worker/ps_client.h"
+#include "worker/train/compression.h"
 #include "worker/train/dataset.h"
 #include "worker/train/gradient_sync.h"
+#include "worker/train/ps_sync.h"
 #include "worker/train/training_loop.h"
 #include "worker/train/worker_trainer.h"
 
@@ -35,8 +38,8 @@ struct TrainingSetup {
   std::string sync = kDefaultTrainingSync;  // "ps" or a scheduled all-reduce of the registry
   std::size_t bucket_bytes = 0;  // all-reduce buckets; 0: one
   bool overlap = false;          // all-reduce each bucket during backpropagation
-  std::string compress = "none"; // none, fp16, topk:RATIO (worker/train/compression.h)
-  std::string ps_mode;           // ps: sync, async or ssp:K (worker/train/ps_sync.h); "": sync
+  CompressionConfig compression;  // worker/train/compression.h
+  std::optional<PsMode> ps_mode;  // ps only (worker/train/ps_sync.h); unset: synchronous
   TrainConfig train;
   ReportConfig report;
 };

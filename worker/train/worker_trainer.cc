@@ -16,11 +16,12 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 absl::StatusOr<proto::Optimizer> TrainingOptimizer(const TrainConfig& config, int workers) {
   double rate = config.learning_rate;
-  if (config.lr_scaling == "linear") {
+  if (config.lr_scaling == proto::LrScaling::linear) {
     rate *= workers;
-  } else if (config.lr_scaling != "none") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown --lr-scaling '", config.lr_scaling,
-                                                   "' (choose from none, linear)"));
+  } else if (config.lr_scaling != proto::LrScaling::none) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown lr_scaling ",
+                                                   static_cast<int>(config.lr_scaling),
+                                                   " (choose from none, linear)"));
   }
   if (config.warmup_steps < 0) {
     return absl::InvalidArgumentError("--warmup-steps must not be negative");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/training.pb.h"
 #include "worker/train/batch_sampler.h"
 #include "worker/train/dataset.h"
 #include "worker/train/gradient_sync.h"
@@ -29,9 +30,9 @@ struct TrainConfig {
   int epochs = 1;
   std::int64_t steps = 0;           // when > 0, instead of epochs
   std::uint64_t seed = 1;           // initial parameters and the order of samples
-  // Learning-rate scaling for N workers (Goyal et al. 2017): "none", or
-  // "linear": the rate times N, as the global batch is N times larger.
-  std::string lr_scaling = "none";
+  // Learning-rate scaling for N workers (Goyal et al. 2017): none, or
+  // linear: the rate times N, as the global batch is N times larger.
+  proto::LrScaling::Kind lr_scaling = proto::LrScaling::none;
   // Steps over which the rate ramps up linearly: step t of the first K runs
   // at t/K of it (0: none).
   std::int64_t warmup_steps = 0;
