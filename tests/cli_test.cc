@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/cli_runner.h"
+#include "tests/process_runner.h"
 #include "common/byte_size.h"
 #include "common/link_units.h"
 #include "experiments/results/table.h"

@@ -14,7 +14,7 @@
 
 #include <unistd.h>
 
-#include "tests/cli_runner.h"
+#include "tests/process_runner.h"
 #include "allreduce/cost_model.h"
 #include "experiments/cli/fit_command.h"
 #include "experiments/results/result_row.h"

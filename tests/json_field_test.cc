@@ -1,4 +1,4 @@
-// JsonField (tests/integration/process_runner.h) reads every figure the
+// JsonField (tests/process_runner.h) reads every figure the
 // integration tests judge out of the harness's JSON lines, so it must return
 // the whole value of exactly the key asked for - never a prefix of a longer
 // number, a line cut short, or another key's value.
@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed::testing {
 namespace {

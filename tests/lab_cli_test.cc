@@ -20,8 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_split.h"
-#include "tests/cli_runner.h"
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 #include "tests/lab_http.h"
 
 namespace testbed {

@@ -24,7 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "experiments/lab/lab_api.h"
-#include "tests/cli_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed {
 namespace {

@@ -17,8 +17,7 @@
 #include <httplib.h>
 #include <gtest/gtest.h>
 
-#include "tests/cli_runner.h"
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 #include "tests/lab_http.h"
 
 namespace testbed {

@@ -27,7 +27,7 @@
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
 #include "server/in_process_shard.h"
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 #include "worker/ps_client.h"
 
 namespace testbed {

@@ -7,7 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/cli_runner.h"
+#include "tests/process_runner.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "experiments/cluster/local_training.h"
 #include "proto/training.pb.h"
-#include "tests/cli_runner.h"
+#include "tests/process_runner.h"
 #include "tests/toy_training.h"
 #include "worker/train/ps_sync.h"
 

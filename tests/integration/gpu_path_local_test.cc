@@ -9,7 +9,7 @@
 
 #include "allreduce/transport/ucx_settings.h"
 #include "allreduce/transport/ucx_transport.h"
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed {
 namespace {

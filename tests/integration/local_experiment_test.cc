@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed {
 namespace {

@@ -16,8 +16,7 @@
 #include <vector>
 
 #include "experiments/cluster/netns_fabric.h"
-#include "tests/cli_runner.h"
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed {
 namespace {

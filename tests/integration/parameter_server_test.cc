@@ -8,7 +8,7 @@
 #include <optional>
 #include <tuple>
 
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed {
 namespace {

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed {
 namespace {

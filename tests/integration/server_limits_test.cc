@@ -16,7 +16,7 @@
 
 #include "proto/credentials.h"
 #include "proto/parameter_server.grpc.pb.h"
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 
 namespace testbed {
 namespace {

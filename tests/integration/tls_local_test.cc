@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 #include "tests/tls_certs.h"
 
 namespace testbed {

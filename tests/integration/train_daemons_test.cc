@@ -21,7 +21,7 @@
 
 #include "experiments/cluster/local_cluster.h"
 #include "proto/training.pb.h"
-#include "tests/integration/process_runner.h"
+#include "tests/process_runner.h"
 #include "worker/train/dataset.h"
 
 namespace testbed {

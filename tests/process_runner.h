@@ -1,17 +1,24 @@
-// Runs `testbed` as a child process for the integration tests and always
-// ends it: the destructor kills it (and with PR_SET_PDEATHSIG on its side,
-// its daemons follow) if the test did not wait for it.
+// The one process runner of the tests. RunCommand, RunProgram, RunCli and
+// ShellOutput run a command to its end and return what it printed, for the
+// tests of command lines' messages; TestbedProcess starts `testbed` (or any
+// binary) as a child the test watches while it runs. Both always end what
+// they started: RunCommand kills its command's whole process group past its
+// timeout, TestbedProcess's destructor ends its child (and with
+// PR_SET_PDEATHSIG on the child's side, its daemons follow) if the test did
+// not wait for it.
 #pragma once
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -22,9 +29,86 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace testbed::testing {
+
+// How long RunProgram, RunCli and ShellOutput let a command run: longer than
+// any one command a test runs, shorter than CTest's timeouts, so a hung
+// program fails its own test with what it printed instead of the suite's
+// timeout with nothing, and leaves no process behind.
+inline constexpr std::chrono::minutes kRunTimeout{10};
+
+// Runs `/bin/sh -c command` in a process group of its own and returns its
+// exit status and what it wrote to stdout (add 2>&1 for stderr). Past
+// `timeout` it kills the whole group - the shell and whatever it started -
+// and returns -1 with what had arrived. A status of -1 also means the
+// command died of a signal or could not start.
+inline std::pair<int, std::string> RunCommand(const std::string& command,
+                                              std::chrono::milliseconds timeout) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return {-1, "process_runner: pipe failed"};
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    return {-1, "process_runner: fork failed"};
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here: the group exists before either side goes on
+  close(pipe_fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string output;
+  bool timed_out = false;
+  for (char buffer[4096];;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd readable{pipe_fds[0], POLLIN, 0};
+    const int ready = left.count() > 0 ? poll(&readable, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      timed_out = true;
+      break;
+    }
+    const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of output: every writer closed the pipe
+    output.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(pipe_fds[0]);
+  if (timed_out) kill(-pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return {-1, output + "\nprocess_runner: killed after " +
+                                 std::to_string(timeout.count()) + " ms: " + command};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// A program's exit status and everything it printed, stdout and stderr
+// together; `args` is shell text (quotes and redirections work).
+inline std::pair<int, std::string> RunProgram(const std::string& path, const std::string& args) {
+  return RunCommand(path + " " + args + " 2>&1", kRunTimeout);
+}
+
+#ifdef TESTBED_CLI_PATH
+// The `testbed` binary (TESTBED_CLI_PATH, set by CMake for RUNS_CLI suites).
+inline std::pair<int, std::string> RunCli(const std::string& args) {
+  return RunProgram(TESTBED_CLI_PATH, args);
+}
+#endif
+
+// What a shell command prints on stdout ("" if it cannot start): for the
+// tests that read `ip` and `tc`.
+inline std::string ShellOutput(const std::string& command) {
+  return RunCommand(command, kRunTimeout).second;
+}
 
 // A TCP port nothing listens on now (the kernel's choice for port 0).
 inline int FreePort() {
