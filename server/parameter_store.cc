@@ -14,6 +14,7 @@
 #include "allreduce/chunking.h"
 #include "common/byte_size.h"
 #include "common/optimizer.h"
+#include "proto/spec.h"
 #include "server/parameter_store_tensor.h"
 
 namespace testbed {
@@ -28,13 +29,16 @@ bool SameDeclaration(const proto::TensorSpec& a, const proto::TensorSpec& b) {
 // error of the first one it breaks, else the tensor's optimizer.
 absl::StatusOr<std::unique_ptr<Optimizer>> CheckDeclaration(const proto::TensorSpec& spec,
                                                              int shards, int shard) {
-  const auto type = ParseDataType(spec.dtype());
   if (spec.name().empty()) return absl::InvalidArgumentError("a tensor needs a name");
-  if (!type) return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", spec.dtype(), "'"));
+  if (!proto::Dtype::Kind_IsValid(spec.dtype())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", spec.name(), "': unknown dtype ", spec.dtype()));
+  }
+  const DataType type = DataTypeOf(spec.dtype());
   // Halves are a wire format here, not a storage type: the optimizers work
   // in float32 or float64, and a gradient travels as halves through a float32
   // tensor's FP16 push encoding.
-  if (*type == DataType::kFloat16) {
+  if (type == DataType::kFloat16) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor '", spec.name(),
         "': the parameter server holds float32, float64 or int32 tensors, not float16 "
@@ -50,7 +54,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CheckDeclaration(const proto::TensorS
     return absl::InvalidArgumentError(
         absl::StrCat("tensor '", spec.name(), "': ", optimizer.status().message()));
   }
-  if (*type == DataType::kInt32 && (*optimizer)->Updates()) {
+  if (type == DataType::kInt32 && (*optimizer)->Updates()) {
     return absl::InvalidArgumentError("int32 tensors only aggregate (optimizer NONE)");
   }
   const proto::TensorSpec::PushEncoding encoding = spec.push_encoding();
@@ -59,10 +63,10 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CheckDeclaration(const proto::TensorS
                                                    "': unknown push encoding ", encoding,
                                                    " (DENSE, FP16 or SPARSE)"));
   }
-  if (encoding != proto::TensorSpec::DENSE && *type != DataType::kFloat32) {
+  if (encoding != proto::TensorSpec::DENSE && type != DataType::kFloat32) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor '", spec.name(), "': the ", proto::TensorSpec::PushEncoding_Name(encoding),
-        " push encoding is for float32 tensors, not ", spec.dtype()));
+        " push encoding is for float32 tensors, not ", std::string(Name(type))));
   }
   const proto::TensorSpec::Consistency consistency = spec.consistency();
   if (!proto::TensorSpec::Consistency_IsValid(consistency)) {
@@ -113,13 +117,13 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
                                                               int shards, int shard) {
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = CheckDeclaration(spec, shards, shard);
   if (!optimizer.ok()) return optimizer.status();
-  const auto type = ParseDataType(spec.dtype());  // known: checked above
+  const DataType type = DataTypeOf(spec.dtype());  // known: checked above
   // The slice is measured against the limit by division, so no count, however
   // large, overflows on the way; a whole tensor whose bytes do not fit 64 bits
   // is refused too (its byte offsets would overflow).
   const Chunk chunk = ChunkOf(spec.count(), shards, shard);
-  const auto element = static_cast<std::int64_t>(ElementSize(*type));
-  const std::string elements = absl::StrCat(std::string(Name(*type)), " elements");
+  const auto element = static_cast<std::int64_t>(ElementSize(type));
+  const std::string elements = absl::StrCat(std::string(Name(type)), " elements");
   if (chunk.count > max_tensor_bytes_ / element) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "tensor '", spec.name(), "': its slice of ", chunk.count, " ", elements, " (",
@@ -155,7 +159,7 @@ absl::StatusOr<ParameterStore::Slice> ParameterStore::Declare(const proto::Tenso
         HumanByteSize(static_cast<double>(max_total_bytes_)),
         " for all tensors (testbed-server --max-total-tensor-bytes)"));
   }
-  auto t = Tensor::Make(spec, shards, shard, {chunk.offset, chunk.count}, *type, chunk_bytes_,
+  auto t = Tensor::Make(spec, shards, shard, {chunk.offset, chunk.count}, type, chunk_bytes_,
                         *std::move(optimizer));
   tensors_[spec.name()] = t;
   declared_bytes_ += slice_bytes;

@@ -70,7 +70,7 @@ class ParameterServerServiceTest : public ::testing::Test {
     proto::DeclareRequest request;
     request.mutable_tensor()->set_name(name);
     request.mutable_tensor()->set_count(count);
-    request.mutable_tensor()->set_dtype("float32");
+    request.mutable_tensor()->set_dtype(proto::Dtype::float32);
     request.mutable_tensor()->set_workers(workers);
     request.set_shards(1);
     request.set_shard(0);
@@ -311,7 +311,7 @@ TEST_F(ParameterServerServiceTest, APushThatBreaksOffFailsTheOthersPushPullNamin
 // the shard sums their float32 values, serves float32, and counts the bytes
 // that travelled. Small integers are exact in half; a third is rounded.
 TEST_F(ParameterServerServiceTest, Fp16PushesAreHalvesAndTheShardSumsTheirValues) {
-  const auto declare = [&](const std::string& name, const std::string& dtype,
+  const auto declare = [&](const std::string& name, proto::Dtype::Kind dtype,
                            proto::TensorSpec::PushEncoding encoding) {
     proto::DeclareRequest request;
     request.mutable_tensor()->set_name(name);
@@ -342,21 +342,21 @@ TEST_F(ParameterServerServiceTest, Fp16PushesAreHalvesAndTheShardSumsTheirValues
     EncodeHalves(values, reinterpret_cast<std::byte*>(bytes.data()));
     return bytes;
   };
-  for (const std::string dtype : {"int32", "float64"}) {
+  for (const proto::Dtype::Kind dtype : {proto::Dtype::int32, proto::Dtype::float64}) {
     for (const auto encoding : {proto::TensorSpec::FP16, proto::TensorSpec::SPARSE}) {
       const grpc::Status refused = declare("h", dtype, encoding);
       EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
       EXPECT_NE(refused.error_message().find("tensor 'h'"), std::string::npos)
           << refused.error_message();
-      EXPECT_NE(refused.error_message().find(dtype), std::string::npos)
+      EXPECT_NE(refused.error_message().find(proto::Dtype::Kind_Name(dtype)), std::string::npos)
           << refused.error_message();
       EXPECT_NE(refused.error_message().find(proto::TensorSpec::PushEncoding_Name(encoding)),
                 std::string::npos)
           << refused.error_message();
     }
   }
-  ASSERT_TRUE(declare("h", "float32", proto::TensorSpec::FP16).ok());
-  EXPECT_EQ(declare("h", "float32", proto::TensorSpec::DENSE).error_code(),
+  ASSERT_TRUE(declare("h", proto::Dtype::float32, proto::TensorSpec::FP16).ok());
+  EXPECT_EQ(declare("h", proto::Dtype::float32, proto::TensorSpec::DENSE).error_code(),
             grpc::StatusCode::ALREADY_EXISTS)
       << "the encoding is part of the declaration";
   EXPECT_EQ(push(0, std::string(5, '\0')).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
@@ -374,7 +374,7 @@ TEST_F(ParameterServerServiceTest, Fp16PushesAreHalvesAndTheShardSumsTheirValues
   EXPECT_EQ(stats.bytes_sent(), 3 * sizeof(float));
   // Forgotten, the name takes a dense declaration and float32 pushes again.
   ASSERT_TRUE(Forget(&kRight, "h").ok());
-  ASSERT_TRUE(declare("h", "float32", proto::TensorSpec::DENSE).ok());
+  ASSERT_TRUE(declare("h", proto::Dtype::float32, proto::TensorSpec::DENSE).ok());
   ASSERT_TRUE(push(0, FloatBytes({1, 2, 3})).ok());
   ASSERT_TRUE(push(1, FloatBytes({1, 1, 1})).ok());
   ASSERT_TRUE(Pull(&kRight, "h", 1, &values).ok());
@@ -389,7 +389,7 @@ TEST_F(ParameterServerServiceTest, SparsePushesArePairsScatteredIntoZeros) {
   proto::DeclareRequest request;
   request.mutable_tensor()->set_name("s");
   request.mutable_tensor()->set_count(6);
-  request.mutable_tensor()->set_dtype("float32");
+  request.mutable_tensor()->set_dtype(proto::Dtype::float32);
   request.mutable_tensor()->set_workers(2);
   request.mutable_tensor()->set_push_encoding(proto::TensorSpec::SPARSE);
   request.set_shards(1);

@@ -25,7 +25,7 @@ proto::TensorSpec Spec(const std::string& name, std::int64_t count, std::uint32_
   proto::TensorSpec spec;
   spec.set_name(name);
   spec.set_count(count);
-  spec.set_dtype("float32");
+  spec.set_dtype(proto::Dtype::float32);
   spec.set_workers(workers);
   spec.mutable_optimizer()->set_kind(kind);
   spec.mutable_optimizer()->set_learning_rate(0.5);

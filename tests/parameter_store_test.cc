@@ -28,7 +28,7 @@ proto::TensorSpec Spec(const std::string& name, std::int64_t count, std::uint32_
   proto::TensorSpec spec;
   spec.set_name(name);
   spec.set_count(count);
-  spec.set_dtype("float32");
+  spec.set_dtype(proto::Dtype::float32);
   spec.set_workers(workers);
   spec.mutable_optimizer()->set_kind(kind);
   return spec;
@@ -529,8 +529,19 @@ TEST(ParameterStoreTest, DeclarationsMustAgree) {
   EXPECT_TRUE(store.Declare(Spec("w", 8, 2), 1, 0).ok());
   EXPECT_EQ(store.Declare(Spec("w", 9, 2), 1, 0).status().code(), absl::StatusCode::kAlreadyExists);
   proto::TensorSpec int_adam = Spec("i", 4, 1, proto::Optimizer::ADAM);
-  int_adam.set_dtype("int32");
+  int_adam.set_dtype(proto::Dtype::int32);
   EXPECT_FALSE(store.Declare(int_adam, 1, 0).ok());
+}
+
+// A dtype number this build does not know (a newer client's) is refused by
+// name, not taken for float32, the enum's zero.
+TEST(ParameterStoreTest, AnUnknownDtypeIsRefusedByName) {
+  ParameterStore store;
+  proto::TensorSpec future = Spec("f", 8, 2);
+  future.set_dtype(static_cast<proto::Dtype::Kind>(17));
+  const absl::Status refused = store.Declare(future, 1, 0).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), "tensor 'f': unknown dtype 17");
 }
 
 // float16 is an element type of the collectives, not of the store: refused at
@@ -539,7 +550,7 @@ TEST(ParameterStoreTest, Float16TensorsAreRefusedNamingTheAcceptedTypes) {
   ParameterStore store;
   for (proto::Optimizer::Kind kind : {proto::Optimizer::NONE, proto::Optimizer::SGD}) {
     proto::TensorSpec halves = Spec("h", 8, 2, kind);
-    halves.set_dtype("float16");
+    halves.set_dtype(proto::Dtype::float16);
     const absl::Status refused = store.Declare(halves, 1, 0).status();
     EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
     for (const char* part : {"'h'", "float32, float64 or int32", "not float16", "FP16"}) {

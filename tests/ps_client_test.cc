@@ -59,7 +59,7 @@ class PsClientTest : public ::testing::TestWithParam<int> {  // the number of sh
     proto::TensorSpec tensor;
     tensor.set_name("t");
     tensor.set_count(count);
-    tensor.set_dtype("float32");
+    tensor.set_dtype(proto::Dtype::float32);
     tensor.set_workers(workers);
     tensor.mutable_optimizer()->set_kind(kind);
     if (kind == proto::Optimizer::SGD) tensor.mutable_optimizer()->set_learning_rate(1);
@@ -375,7 +375,7 @@ TEST_P(PsClientTest, SparsePushMovesEightBytesPerNonZeroAndTheShardsSumTheDenseG
 TEST_P(PsClientTest, Fp16PushEncodingOfAnInt32TensorIsRefusedByName) {
   proto::TensorSpec spec = Tensor(10, 1, proto::Optimizer::NONE);
   spec.set_name("counts");
-  spec.set_dtype("int32");
+  spec.set_dtype(proto::Dtype::int32);
   spec.set_push_encoding(proto::TensorSpec::FP16);
   const absl::Status refused = Client()->Declare(spec);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
@@ -393,7 +393,7 @@ proto::TensorSpec TenFloatsOfOneWorker() {
   proto::TensorSpec tensor;
   tensor.set_name("t");
   tensor.set_count(10);
-  tensor.set_dtype("float32");
+  tensor.set_dtype(proto::Dtype::float32);
   tensor.set_workers(1);
   return tensor;
 }
@@ -441,7 +441,7 @@ TEST(PsClientDuplexTest, AWorkerGetsChunkZeroBeforeItPushesChunkOne) {
   proto::TensorSpec tensor;
   tensor.set_name("t");
   tensor.set_count(2 * kChunk);
-  tensor.set_dtype("float32");
+  tensor.set_dtype(proto::Dtype::float32);
   tensor.set_workers(2);
   ASSERT_TRUE(client.Declare(tensor).ok());
   std::vector<float> mine(2 * kChunk);
@@ -546,7 +546,7 @@ TEST(PsClientDuplexTest, TheClientReadsValuesWhileItStillPushes) {
   proto::TensorSpec tensor;
   tensor.set_name("t");
   tensor.set_count(ValuesFirstShard::kChunks * ValuesFirstShard::kChunk);
-  tensor.set_dtype("float32");
+  tensor.set_dtype(proto::Dtype::float32);
   tensor.set_workers(1);
   ASSERT_TRUE(client.Declare(tensor).ok());
   std::vector<float> data(tensor.count(), 1.0f);

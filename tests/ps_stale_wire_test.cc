@@ -42,7 +42,7 @@ class PsStaleWireTest : public ::testing::Test {
     proto::TensorSpec spec;
     spec.set_name("w");
     spec.set_count(5);
-    spec.set_dtype("float32");
+    spec.set_dtype(proto::Dtype::float32);
     spec.set_workers(2);
     spec.mutable_optimizer()->set_kind(proto::Optimizer::SGD);
     spec.mutable_optimizer()->set_learning_rate(0.5);

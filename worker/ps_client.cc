@@ -14,6 +14,7 @@
 #include "allreduce/data_type.h"
 #include "proto/chunk_wire.h"
 #include "proto/grpc_status.h"
+#include "proto/spec.h"
 
 namespace testbed {
 
@@ -123,7 +124,7 @@ std::optional<grpc::Slice> PsClient::PushPayload(MutableBuffer chunk,
 absl::Status PsClient::Declare(const proto::TensorSpec& tensor) {
   Layout layout;
   layout.slices.assign(addresses_.size(), Slice{});
-  layout.element = ElementSize(ParseDataType(tensor.dtype()).value_or(DataType::kFloat32));
+  layout.element = ElementSize(DataTypeOf(tensor.dtype()));
   layout.encoding = tensor.push_encoding();  // the shards refuse encodings of non-float32 tensors
   for (std::size_t s = 0; s < stubs_.size(); ++s) {
     // The first call to a shard rides out connection attempts that fail

@@ -80,7 +80,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         tensor = absl::StrCat(env.tensor_prefix, "/", bytes);
         declared.set_name(tensor);
         declared.set_count(count);
-        declared.set_dtype(std::string(Name(type)));
+        declared.set_dtype(spec.dtype());
         declared.set_workers(n);
         declared.mutable_optimizer()->set_kind(proto::Optimizer::NONE);  // the sum: exact
         if (absl::Status st = env.parameter_server->Declare(declared); !st.ok()) return st;

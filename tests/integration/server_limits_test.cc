@@ -62,7 +62,7 @@ class ServerLimitsTest : public ::testing::Test {
     proto::DeclareRequest request;
     request.mutable_tensor()->set_name(name);
     request.mutable_tensor()->set_count(4);
-    request.mutable_tensor()->set_dtype("float32");
+    request.mutable_tensor()->set_dtype(proto::Dtype::float32);
     request.mutable_tensor()->set_workers(2);
     request.set_shards(1);
     proto::DeclareReply reply;

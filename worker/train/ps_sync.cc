@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(PsClient& client, std::st
     proto::TensorSpec spec;
     spec.set_name(extents.size() == 1 ? tensor : absl::StrCat(tensor, "/bucket-", i));
     spec.set_count(extents[i].elements);
-    spec.set_dtype("float32");
+    spec.set_dtype(proto::Dtype::float32);
     spec.set_workers(static_cast<std::uint32_t>(workers));
     *spec.mutable_optimizer() = optimizer;
     spec.mutable_optimizer()->set_average(true);
