@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/limits.h"
 
 namespace testbed {
 namespace {
@@ -30,6 +31,18 @@ void ApplyRunDefaults(proto::TrainingSpec& spec) {
   if (spec.workers() == 0) spec.set_workers(kDefaultTrainingWorkers);
   if (spec.servers() == 0) spec.set_servers(kDefaultTrainingServers);
   if (spec.sync().empty()) spec.set_sync(kDefaultTrainingSync);
+}
+
+absl::Status CheckRunLimits(const proto::TrainingSpec& spec) {
+  if (spec.workers() < 1 || spec.workers() > static_cast<std::uint32_t>(kMaxWorkers)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a training run's workers must be 1..", kMaxWorkers, ", not ", spec.workers()));
+  }
+  if (spec.servers() < 1 || spec.servers() > static_cast<std::uint32_t>(kMaxServers)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a training run's servers must be 1..", kMaxServers, ", not ", spec.servers()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace testbed

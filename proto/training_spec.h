@@ -23,6 +23,11 @@ bool HasSweepAxes(const proto::TrainingSpec& spec);
 // Sets workers, servers and sync where they are unset, to the defaults above.
 void ApplyRunDefaults(proto::TrainingSpec& spec);
 
+// One run's workers 1..kMaxWorkers and servers 1..kMaxServers
+// (common/limits.h), the limits `testbed train`'s flags hold too; anything
+// else refused in one line naming the field, the value and the limit.
+absl::Status CheckRunLimits(const proto::TrainingSpec& spec);
+
 // The words of --compress and of the rows: "none", "fp16" or "topk:RATIO"
 // with 0 < RATIO <= 1. Anything else is refused in one line naming the value
 // and the choices. The one parser of that text: flags and old spec files

@@ -181,9 +181,7 @@ absl::StatusOr<std::uint64_t> CoordinatorCore::SubmitTraining(
         "runs: testbed train submits them one by one");
   }
   ApplyRunDefaults(spec);
-  if (spec.workers() > 1024 || spec.servers() > 1024) {
-    return absl::InvalidArgumentError("a training run takes at most 1024 workers and servers");
-  }
+  if (absl::Status st = CheckRunLimits(spec); !st.ok()) return st;
   if (absl::Status st = CanBegin(); !st.ok()) return st;
   Experiment e;
   e.ps = RunsOnParameterServer(spec.sync());

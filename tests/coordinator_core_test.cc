@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
+
 namespace testbed {
 namespace {
 
@@ -678,6 +680,20 @@ TEST_F(TrainingCoreTest, ASpecWithSweepAxesOrAResultRowIsRefused) {
   EXPECT_EQ(core_.state(), State::kIdle);
   Run(Training(n_));
   EXPECT_FALSE(core_.ResultReceived(0, Result(0, 4096), now_).ok());
+}
+
+TEST_F(TrainingCoreTest, WorkersAndServersBeyondTheLimitsAreRefusedByName) {
+  Attach(n_);
+  proto::TrainingSpec spec = Training(n_);
+  spec.set_sync("ps");
+  spec.set_servers(kMaxServers + 1);  // --servers holds 1..kMaxServers; a spec must too
+  absl::Status refused = core_.SubmitTraining(spec, seconds(30), now_).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), "a training run's servers must be 1..64, not 65");
+  spec = Training(kMaxWorkers + 1);
+  refused = core_.SubmitTraining(spec, seconds(30), now_).status();
+  EXPECT_EQ(refused.message(), "a training run's workers must be 1..1024, not 1025");
+  EXPECT_EQ(core_.state(), State::kIdle);
 }
 
 TEST_F(TrainingCoreTest, PsTrainingWaitsForItsShardsAndHandsThemOut) {
