@@ -4,12 +4,14 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/process_runner.h"
@@ -189,6 +191,29 @@ TEST(CliBinaryTest, BadArgumentsGetAClearMessageAndNonZeroExit) {
     // An exit with a status, not a crash (an abort reads as 134 or -1).
     EXPECT_TRUE(status > 0 && status < 128) << c.args << ": " << status << "\n" << output;
     EXPECT_NE(output.find(c.message), std::string::npos) << c.args << "\n" << output;
+  }
+}
+
+// The options parsed into typed values as the command line is read
+// (experiments/cli/setting_flags.h, AddParsedOption): a refused value is the
+// option's name and the parser's own words in one line, then CLI11's hint,
+// and CLI11's exit status for a refused value (105, as its own checks).
+TEST(CliBinaryTest, ParsedOptionsRefuseInTheirParsersWords) {
+  for (const auto& [args, line] : std::vector<std::pair<std::string, std::string>>{
+           {"local --segment 0", "--segment: a segment is off, auto or 1 byte .. 4 GiB, not '0'"},
+           {"local --memory disk",
+            "--memory: unknown value 'disk' (choose from host, pinned, cuda, fake-device)"},
+           {"model --alpha 5 --link-rate 1gbit",
+            "--alpha: bad duration '5' (a number and a unit: ns, us, ms, s; e.g. 50us)"},
+           {"model --format yaml", "--format: unknown format 'yaml' (table, csv, json)"},
+           {"train --compress topk:2", "--compress: bad --compress 'topk:2': RATIO is out of range"},
+           {"train --ps-mode ssp:x", "--ps-mode: unknown ps mode 'ssp:x' (choose from sync, async, "
+                                     "ssp:K with K >= 0 steps of staleness)"},
+       }) {
+    const auto [status, output] = RunCli(args);
+    EXPECT_EQ(status, 105) << args << "\n" << output;
+    EXPECT_EQ(output.rfind(line, 0), 0u) << args << "\n" << output;
+    EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 2) << args << "\n" << output;
   }
 }
 

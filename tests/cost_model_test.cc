@@ -158,7 +158,7 @@ TEST(ModelCommandTest, JsonRowsForEveryAlgorithm) {
   ModelOptions options;
   options.workers = 4;
   options.bytes = "1MiB";
-  options.alpha = "10us";
+  options.alpha_us = 10;
   options.link_rate_bps = 1000000000;
   options.format = OutputFormat::kJson;
   std::ostringstream out, err;

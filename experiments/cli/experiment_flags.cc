@@ -71,19 +71,14 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   AddFormatFlag(cmd, f.format);
   AddNetworkFlag(cmd, f.network);
   AddLinkRateFlag(cmd, f.link_rate_bps);
-  cmd.add_option_function<std::string>(
-         "--alpha", [&f](const std::string& text) { f.alpha_us = *ParseDuration(text) * 1e6; },
-         "The cost model's latency per round, for model_time_us (shown with --link-rate)")
-      ->check(StatusValidator(&ParseDuration, "DURATION"))
-      ->default_str(absl::StrCat(f.alpha_us, "us"));
-  cmd.add_option_function<std::string>(
-         "--segment", [&f](const std::string& text) { f.segment = *ParseSegment(text); },
-                 "Pipelining of the scheduled collectives: off (whole steps, round by round), "
-                 "auto (by message size), or SIZE: each step's message cut into segments of at "
-                 "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB). "
-                 "Default: off for host memory; staged device memory is cut into M/16 "
-                 "within 256KiB-4MiB, so its copies overlap the transfers")
-      ->check(StatusValidator(&ParseSegment, "SIZE|auto|off"));
+  AddAlphaFlag(cmd, f.alpha_us);
+  AddParsedOption(cmd, "--segment",
+                  "Pipelining of the scheduled collectives: off (whole steps, round by round), "
+                  "auto (by message size), or SIZE: each step's message cut into segments of at "
+                  "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB). "
+                  "Default: off for host memory; staged device memory is cut into M/16 "
+                  "within 256KiB-4MiB, so its copies overlap the transfers",
+                  "SIZE|auto|off", StoreParsed(&ParseSegment, f.segment));
   AddEnumFlag(cmd, "--memory", f.memory,
               "Where each rank's vector lives - host; pinned or cuda (a build with CUDA, on a "
               "machine with a GPU; rank r uses GPU r mod the GPUs; device memory is staged "

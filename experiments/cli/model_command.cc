@@ -16,9 +16,7 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
       "its schedules (nothing is run): time = sum over rounds of (alpha + beta * the busiest "
       "link's bytes in that round), each rank's link full duplex.");
   AddWorkersAndBytes(*cmd, options.workers, options.bytes);
-  cmd->add_option("--alpha", options.alpha, "Latency per round: 50us, 2ms, 500ns, 0.001s")
-      ->check(StatusValidator(&ParseDuration, "DURATION"))
-      ->capture_default_str();
+  AddAlphaFlag(*cmd, options.alpha_us);
   AddLinkRateFlag(*cmd, options.link_rate_bps);
   AddServersFlag(*cmd, options.servers);
   AddDtypeFlag(*cmd, options.dtype);
@@ -39,12 +37,9 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
 
 int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) {
   const auto bytes = ParseByteSize(options.bytes);
-  const auto alpha = ParseDuration(options.alpha);
-  for (const absl::Status& s : {bytes.status(), alpha.status()}) {
-    if (!s.ok()) {
-      err << "error: " << s.message() << "\n";
-      return 2;
-    }
+  if (!bytes.ok()) {
+    err << "error: " << bytes.status().message() << "\n";
+    return 2;
   }
   if (options.link_rate_bps == 0) {
     err << "error: the model needs a --link-rate\n";
@@ -57,7 +52,7 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
         << element << "-byte) elements\n";
     return 2;
   }
-  const LinkModel link{*alpha, 8.0 / static_cast<double>(options.link_rate_bps)};
+  const LinkModel link{options.alpha_us * 1e-6, 8.0 / static_cast<double>(options.link_rate_bps)};
   std::vector<std::string> names = options.algorithms;
   if (names.empty()) {
     for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) names.emplace_back(c->name);

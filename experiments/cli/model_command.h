@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "common/link_units.h"
 #include "experiments/results/table.h"
+#include "proto/spec.h"
 #include "proto/vocabulary.pb.h"
 
 namespace testbed {
@@ -21,7 +22,7 @@ namespace testbed {
 struct ModelOptions {
   int workers = 4;
   std::string bytes = "16MiB";
-  std::string alpha = "50us";
+  double alpha_us = kDefaultModelAlphaUs;
   std::uint64_t link_rate_bps = 1000000000;
   int servers = 1;
   proto::Dtype::Kind dtype = proto::Dtype::float32;

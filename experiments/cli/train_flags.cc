@@ -64,18 +64,16 @@ void AddSyncFlags(CLI::App& cmd, TrainOptions& options) {
   cmd.add_option("--sync", options.run.sync, "How gradients are synchronised")
       ->check(CollectiveValidator(Kinds::kAllReduce))
       ->capture_default_str();
-  cmd.add_option_function<std::string>(
-         "--ps-mode",
-         [&options](const std::string& text) { options.run.ps_mode = *ParsePsMode(text); },
-         "ps: sync (step t of every worker before anyone's t+1), async (the shards apply each "
-         "push as it arrives; nobody waits) or ssp:K (bounded staleness: no worker more than K "
-         "steps ahead of the slowest) [default: sync]")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            absl::StatusOr<PsMode> parsed = ParsePsMode(text);
-            return parsed.ok() ? std::string() : std::string(parsed.status().message());
-          },
-          "MODE"));
+  AddParsedOption(cmd, "--ps-mode",
+                  "ps: sync (step t of every worker before anyone's t+1), async (the shards apply "
+                  "each push as it arrives; nobody waits) or ssp:K (bounded staleness: no worker "
+                  "more than K steps ahead of the slowest) [default: sync]",
+                  "MODE", [&options](const std::string& text) -> std::string {
+                    absl::StatusOr<PsMode> parsed = ParsePsMode(text);
+                    if (!parsed.ok()) return std::string(parsed.status().message());
+                    options.run.ps_mode = *parsed;
+                    return "";
+                  });
   AddServersFlag(cmd, options.run.servers);
 }
 
@@ -115,19 +113,10 @@ void AddStepFlags(CLI::App& cmd, TrainOptions& options) {
                  "or, with ps, its own tensor on the shards (0: one bucket)")
       ->check(CLI::Range(0.0, 4096.0))
       ->capture_default_str();
-  cmd.add_option_function<std::string>(
-         "--compress",
-         [&options](const std::string& text) {
-           options.run.compression = *ParseCompression(text);
-         },
-         "Gradient compression: none, fp16 (IEEE half) or topk:RATIO (that fraction of the "
-         "elements, largest first, with error feedback)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            absl::StatusOr<CompressionConfig> parsed = ParseCompression(text);
-            return parsed.ok() ? std::string() : std::string(parsed.status().message());
-          },
-          "KIND"))
+  AddParsedOption(cmd, "--compress",
+                  "Gradient compression: none, fp16 (IEEE half) or topk:RATIO (that fraction of "
+                  "the elements, largest first, with error feedback)",
+                  "KIND", StoreParsed(&ParseCompression, options.run.compression))
       ->default_str(options.run.compression.Name());
   AddEnumFlag(cmd, "--lr-scaling", options.run.train.lr_scaling,
               "The learning rate's scaling with N; linear: the rate times N (the global batch "
