@@ -6,6 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
+#include "common/limits.h"
+#include "common/signal_waiter.h"
 
 namespace testbed {
 
@@ -78,8 +80,19 @@ absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int w
                                                    "' (choose from ",
                                                    CollectiveNames(Kinds::kAll), ")"));
   }
+  // The work is bounded before it is done: schedules for N ranks cost up to
+  // N^2 steps (a ring), so N past the limit is refused, not built.
+  if (workers < 1 || workers > kMaxWorkers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workers ", workers, " is outside 1..", kMaxWorkers, " (common/limits.h)"));
+  }
+  if (InterruptRequested()) return absl::CancelledError("interrupted");
   switch (collective->runner) {
     case Runner::kParameterServer:
+      if (servers < 1 || servers > kMaxServers) {
+        return absl::InvalidArgumentError(absl::StrCat("servers ", servers, " is outside 1..",
+                                                       kMaxServers, " (common/limits.h)"));
+      }
       return EstimateParameterServer(workers, servers, bytes, element_size, link);
     case Runner::kSchedule:
       return EstimateCollective(*collective, workers, bytes, element_size, link);

@@ -29,6 +29,17 @@ std::vector<std::int64_t> Bottlenecks(const char* name, int n, std::int64_t byte
   return RoundBottleneckBytes(*FindCollective(name), n, bytes, 4);
 }
 
+// The estimate refuses what it would take hours to build: a ring's schedules
+// for N ranks hold about 2 N^2 steps.
+TEST(CostModelTest, EstimatesPastTheLimitsAreRefusedBeforeAnyScheduleIsBuilt) {
+  const LinkModel link{50e-6, 8e-9};
+  const auto many = EstimateAlgorithm("ring", 100000, 1, 1 << 20, 4, link);
+  EXPECT_EQ(many.status().message(), "workers 100000 is outside 1..1024 (common/limits.h)");
+  const auto shards = EstimateAlgorithm("ps", 4, 65, 1 << 20, 4, link);
+  EXPECT_EQ(shards.status().message(), "servers 65 is outside 1..64 (common/limits.h)");
+  EXPECT_TRUE(EstimateAlgorithm("ring", 1024, 1, 1 << 20, 4, link).ok());
+}
+
 TEST(CostModelTest, RingMovesAQuarterPerRoundForFourRanks) {
   EXPECT_EQ(Bottlenecks("ring", 4, 16 * kMiB), std::vector<std::int64_t>(6, 4 * kMiB));
 }

@@ -10,7 +10,11 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_join.h"
 #include "experiments/results/result_row.h"
 #include "experiments/results/results_output.h"
 
@@ -125,6 +129,32 @@ TEST(ResultRowTest, BadLinesAreRefusedWithTheirNumber) {
     ASSERT_FALSE(rows.ok()) << bad;
     EXPECT_NE(rows.status().message().find("line 2"), std::string::npos) << rows.status();
   }
+}
+
+// A row's counts are held to common/limits.h as the file is read: a results
+// file whose ring row says 100,000 workers kept a fit computing for hours.
+TEST(ResultRowTest, RowsOverTheLimitsAreRefusedNamingLineFieldValueAndLimit) {
+  const std::string head = "{\"record\": \"result\", \"algorithm\": \"ring\", ";
+  for (const auto& [fields, message] : std::vector<std::pair<std::string, std::string>>{
+           {"\"workers\": 100000, \"bytes\": 4096}",
+            "line 2: workers 100000 is over the limit of 1024 (common/limits.h)"},
+           {"\"workers\": 2, \"servers\": 65, \"bytes\": 4096}",
+            "line 2: servers 65 is over the limit of 64 (common/limits.h)"},
+           {"\"workers\": 2, \"bytes\": 4294967297}",
+            "line 2: bytes 4294967297 is over the limit of 4294967296 (common/limits.h)"},
+           {"\"workers\": 2, \"bytes\": 8, \"iterations\": 1000001}",
+            "line 2: iterations 1000001 is over the limit of 1000000 (common/limits.h)"},
+           {"\"workers\": 2, \"bytes\": 8, \"shard_payload_bytes\": [" +
+                absl::StrJoin(std::vector<int>(65, 1), ",") + "]}",
+            "line 2: shard_payload_bytes's length 65 is over the limit of 64 (common/limits.h)"},
+       }) {
+    std::istringstream in("\n" + head + fields + "\n");
+    const auto rows = ReadResultRows(in);
+    ASSERT_FALSE(rows.ok()) << fields;
+    EXPECT_EQ(rows.status().message(), message);
+  }
+  std::istringstream at_limits(head + "\"workers\": 1024, \"servers\": 64, \"bytes\": 4096}\n");
+  EXPECT_TRUE(ReadResultRows(at_limits).ok());
 }
 
 TEST(ResultRowTest, ALineWithoutEndIsRefusedNotBuffered) {

@@ -77,12 +77,13 @@ proto::ExperimentSpec CalibrationSpec(const proto::ExperimentSpec& spec) {
 absl::StatusOr<std::vector<FittedAlgorithm>> FitCandidates(
     const std::vector<proto::ResultRow>& rows, const std::vector<std::string>& candidates,
     const proto::ExperimentSpec& spec, std::ostream& log) {
-  std::vector<RowFit> fits = FitRows(rows, log, FitTime::kMedian);
+  absl::StatusOr<std::vector<RowFit>> fits = FitRows(rows, log, FitTime::kMedian);
+  if (!fits.ok()) return fits.status();
   std::vector<FittedAlgorithm> fitted;
   std::vector<std::string> missing;
   for (const std::string& name : candidates) {
     std::vector<const RowFit*> of_name;
-    for (const RowFit& fit : fits) {
+    for (const RowFit& fit : *fits) {
       if (fit.algorithm == name) of_name.push_back(&fit);
     }
     if (of_name.size() > 1) {

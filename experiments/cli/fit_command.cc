@@ -41,11 +41,15 @@ CLI::App* AddFitCommand(CLI::App& app, FitOptions& options) {
 
 int RunFit(const std::vector<proto::ResultRow>& rows, OutputFormat format, std::ostream& out,
            std::ostream& err) {
-  const std::vector<RowFit> fits = FitRows(rows, err);
+  const absl::StatusOr<std::vector<RowFit>> fits = FitRows(rows, err);
+  if (!fits.ok()) {
+    err << "error: " << fits.status().message() << "\n";
+    return 1;
+  }
 
   Table table({"algorithm", "transport", "workers", "points", "sizes", "alpha_us",
                "beta_ns_per_byte", "link_gbit_s", "r2", "worst_rel_residual"});
-  for (const RowFit& group : fits) {
+  for (const RowFit& group : *fits) {
     const std::string transport = group.transport.empty() ? std::string("-") : group.transport;
     if (!group.fit.ok()) {
       err << group.algorithm << " (" << transport << "): " << group.fit.status().message()

@@ -61,7 +61,7 @@ namespace {
 // cluster - submit, stop it. Returns the exit code.
 int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec,
                   const Credentials& credentials, const Tls& tls, const std::string& log_dir,
-                  Interrupter& interrupter, RowSink& sink) {
+                  const Tuning& tuning, Interrupter& interrupter, RowSink& sink) {
   const int servers = UsesParameterServer(spec) ? static_cast<int>(spec.servers()) : 1;
   const int workers = static_cast<int>(spec.workers());
   const bool netns = spec.network() == proto::Network::netns;
@@ -102,7 +102,7 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
   const absl::Status status =
       SubmitAndRecord(options.experiment, spec,
                       {c.coordinator(), credentials, tls, /*wait_for_workers_s=*/30, deployment},
-                      interrupter, sink);
+                      tuning, interrupter, sink);
   int code = ExitCode(status, interrupter);
   watchdog.Stop();
   if (code == 1) {
@@ -168,6 +168,11 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     return 2;
   }
   if (!CanWriteResults(options.experiment.out)) return 2;
+  const absl::StatusOr<Tuning> tuning = ReadTuning(options.experiment);
+  if (!tuning.ok()) {
+    std::cerr << "error: " << tuning.status().message() << "\n";
+    return 2;
+  }
   // One job per run: the daemons inherit these, and nothing else can join.
   const Credentials credentials{absl::StrCat("local-", getpid()), RandomHex(16)};
   setenv("TESTBED_JOB_ID", credentials.job_id.c_str(), 1);
@@ -190,7 +195,7 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     one.set_workers(n);
     one.clear_worker_counts();
     if (counts.size() > 1) std::cerr << "testbed local: N = " << n << std::endl;
-    code = RunOneCluster(options, one, credentials, *tls, log_dir, interrupter, sink);
+    code = RunOneCluster(options, one, credentials, *tls, log_dir, *tuning, interrupter, sink);
     if (code != 0) break;
   }
   sink.PrintTable();

@@ -55,6 +55,11 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
     std::cerr << "testbed run: warning: " << warning << "\n";
   }
   if (!CanWriteResults(options.experiment.out)) return 2;
+  const absl::StatusOr<Tuning> tuning = ReadTuning(options.experiment);
+  if (!tuning.ok()) {
+    std::cerr << "error: " << tuning.status().message() << "\n";
+    return 2;
+  }
   Interrupter interrupter;
   SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
   RowSink sink(options.experiment);
@@ -62,7 +67,7 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
       options.experiment, *spec,
       {options.coordinator, *credentials, *tls, options.wait_for_workers_s,
        absl::StrCat("daemons at ", options.coordinator)},
-      interrupter, sink);
+      *tuning, interrupter, sink);
   sink.PrintTable();
   const int code = ExitCode(status, interrupter);
   if (code == 0 && !options.experiment.out.empty()) {

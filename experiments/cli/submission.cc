@@ -83,16 +83,17 @@ absl::Status SubmitOnce(const ExperimentFlags& flags, const proto::ExperimentSpe
   return write_error.ok() ? status : write_error;
 }
 
-// The rows auto fits its candidates to: the --tuning files, or a calibration
-// run on the same daemons (neither printed nor recorded). `source` says which.
-absl::StatusOr<std::vector<proto::ResultRow>> TuningRows(const ExperimentFlags& flags,
+// The rows auto fits its candidates to: the --tuning files' (read before the
+// daemons started), or a calibration run on the same daemons (neither printed
+// nor recorded). `source` says which.
+absl::StatusOr<std::vector<proto::ResultRow>> TuningRows(const Tuning& tuning,
                                                          const proto::ExperimentSpec& spec,
                                                          const SubmissionTarget& target,
                                                          Interrupter& interrupter,
                                                          std::string& source) {
-  if (!flags.tuning.empty()) {
-    source = absl::StrCat("alpha-beta fitted to ", absl::StrJoin(flags.tuning, ", "));
-    return ReadResultsFiles(flags.tuning);
+  if (!tuning.source.empty()) {
+    source = tuning.source;
+    return tuning.rows;
   }
   source = "alpha-beta fitted to a calibration run";
   const proto::ExperimentSpec calibration = CalibrationSpec(spec);
@@ -109,11 +110,11 @@ absl::StatusOr<std::vector<proto::ResultRow>> TuningRows(const ExperimentFlags& 
 }
 
 absl::Status SubmitWithAuto(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
-                            const SubmissionTarget& target, Interrupter& interrupter,
-                            RowSink& sink) {
+                            const SubmissionTarget& target, const Tuning& tuning,
+                            Interrupter& interrupter, RowSink& sink) {
   std::string source;
   absl::StatusOr<std::vector<proto::ResultRow>> rows =
-      TuningRows(flags, spec, target, interrupter, source);
+      TuningRows(tuning, spec, target, interrupter, source);
   if (!rows.ok()) return rows.status();
   absl::StatusOr<std::vector<FittedAlgorithm>> fitted =
       FitCandidates(*rows, AutoCandidates(spec), spec, std::cerr);
@@ -143,10 +144,18 @@ absl::Status SubmitWithAuto(const ExperimentFlags& flags, const proto::Experimen
 
 }  // namespace
 
+absl::StatusOr<Tuning> ReadTuning(const ExperimentFlags& flags) {
+  if (flags.tuning.empty()) return Tuning{};
+  absl::StatusOr<std::vector<proto::ResultRow>> rows = ReadResultsFiles(flags.tuning);
+  if (!rows.ok()) return rows.status();
+  return Tuning{*std::move(rows),
+                absl::StrCat("alpha-beta fitted to ", absl::StrJoin(flags.tuning, ", "))};
+}
+
 absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
-                             const SubmissionTarget& target, Interrupter& interrupter,
-                             RowSink& sink) {
-  if (NamesAuto(spec)) return SubmitWithAuto(flags, spec, target, interrupter, sink);
+                             const SubmissionTarget& target, const Tuning& tuning,
+                             Interrupter& interrupter, RowSink& sink) {
+  if (NamesAuto(spec)) return SubmitWithAuto(flags, spec, target, tuning, interrupter, sink);
   return SubmitOnce(flags, spec, target, interrupter, sink, {});
 }
 

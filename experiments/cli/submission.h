@@ -96,12 +96,22 @@ struct SubmissionTarget {
   std::string deployment;  // recorded with the results
 };
 
+// The rows `-a auto` fits its candidates to when --tuning names files: read,
+// and held to the limits (ReadResultsFiles), before any daemon starts, so a
+// bad file costs no cluster. No rows: auto calibrates on the daemons.
+struct Tuning {
+  std::vector<proto::ResultRow> rows;
+  std::string source;  // "alpha-beta fitted to FILE, ..."; "" without --tuning
+};
+absl::StatusOr<Tuning> ReadTuning(const ExperimentFlags& flags);
+
 // Submits a spec and records its rows; "auto" among its algorithms is
-// resolved first (experiments/cli/auto_algorithms.h), which may take a
-// calibration run and several submissions. An error is returned as a status.
+// resolved first (experiments/cli/auto_algorithms.h), from `tuning`'s rows or
+// a calibration run, and may take several submissions. An error is returned
+// as a status.
 absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
-                             const SubmissionTarget& target, Interrupter& interrupter,
-                             RowSink& sink);
+                             const SubmissionTarget& target, const Tuning& tuning,
+                             Interrupter& interrupter, RowSink& sink);
 
 // Whether --out (if given) can be appended to; says why not. Checked before
 // anything starts, so a typo costs no run.

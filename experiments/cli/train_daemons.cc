@@ -135,9 +135,10 @@ absl::Status RunOnLocalDaemons(const TrainOptions& options, const proto::Trainin
   absl::Status status = SubmitRun(c.coordinator(), target, spec, /*wait_for_workers_s=*/30,
                                   sink, err);
   watchdog.Stop();
-  if (!status.ok()) {
+  if (!status.ok() && !target.interrupter->interrupted()) {
     // The workers of a failed run exit on their own: let them, so their exits
-    // are reported rather than our kill.
+    // are reported rather than our kill. An interrupted run is stopped now:
+    // Ctrl-C ends it within a second (docs/security.md, "Signals").
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   const std::vector<std::string> exits = c.UnexpectedExits();

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "experiments/results/json_lines.h"
 #include "allreduce/data_type.h"
 
@@ -108,6 +111,35 @@ std::string ResultRecordJson(const proto::ResultRow& row) {
 
 namespace {
 
+// A row's counts against the documented limits (common/limits.h), before
+// anything is computed from it: a fit or an estimate builds schedules for the
+// row's N. Names the field, its value and the limit.
+absl::Status CheckRowLimits(const proto::ResultRow& row) {
+  const auto over = [](std::string_view field, auto value, auto limit) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), " ", value,
+                                                   " is over the limit of ", limit,
+                                                   " (common/limits.h)"));
+  };
+  if (row.workers() > static_cast<std::uint32_t>(kMaxWorkers)) {
+    return over("workers", row.workers(), kMaxWorkers);
+  }
+  if (row.servers() > static_cast<std::uint32_t>(kMaxServers)) {
+    return over("servers", row.servers(), kMaxServers);
+  }
+  if (row.bytes() > kMaxBytesPerWorker) return over("bytes", row.bytes(), kMaxBytesPerWorker);
+  if (row.iterations() > static_cast<std::uint32_t>(kMaxIterations)) {
+    return over("iterations", row.iterations(), kMaxIterations);
+  }
+  for (const auto& [field, size] :
+       {std::pair<std::string_view, int>{"shard_payload_bytes", row.shard_payload_bytes_size()},
+        {"shard_theory_bytes", row.shard_theory_bytes_size()}}) {
+    if (size > kMaxServers) {
+      return over(absl::StrCat(std::string(field), "'s length"), size, kMaxServers);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Keeps the "result" records of a results file's lines in `rows`.
 std::function<absl::Status(const std::string&)> KeepResultRecords(
     std::vector<proto::ResultRow>& rows) {
@@ -127,6 +159,7 @@ std::function<absl::Status(const std::string&)> KeepResultRecords(
       return absl::InvalidArgumentError(
           "a result needs an algorithm, workers >= 1 and bytes >= 0");
     }
+    if (absl::Status st = CheckRowLimits(row); !st.ok()) return st;
     rows.push_back(std::move(row));
     return absl::OkStatus();
   };

@@ -36,8 +36,10 @@ std::string ResultRecordJson(const proto::ResultRow& row);
 
 // The "result" records of JSON lines; other records and blank lines are
 // skipped, unknown fields ignored (files from newer builds still read). A
-// record without algorithm, workers >= 1 or bytes, a malformed line or one
-// over kMaxResultsLineBytes (json_lines.h) fails with its line number.
+// record without algorithm, workers >= 1 or bytes, one whose workers,
+// servers, bytes, iterations or shard lists exceed common/limits.h (refused
+// before anything is computed from it), a malformed line or one over
+// kMaxResultsLineBytes (json_lines.h) fails with its line number.
 absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in);
 
 // The result records of several files, in order; errors name the file. Only

@@ -1,6 +1,7 @@
 #include "experiments/results/row_fits.h"
 
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,13 +13,25 @@ double RowTimeUs(const proto::ResultRow& row, FitTime time) {
   return time == FitTime::kMedian && row.time_us_p50() > 0 ? row.time_us_p50() : row.time_us_avg();
 }
 
-std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings,
-                            FitTime time) {
+absl::StatusOr<std::vector<RowFit>> FitRows(const std::vector<proto::ResultRow>& rows,
+                                            std::ostream& warnings, FitTime time) {
   std::map<std::pair<std::string, std::string>, std::size_t> index;  // into `fits`
   std::vector<RowFit> fits;
   std::vector<std::vector<FitPoint>> points;
+  // A results file repeats its configurations (runs, iterations of a sweep):
+  // each is estimated once.
+  using Configuration = std::tuple<std::string, std::uint32_t, std::int64_t, std::uint32_t,
+                                   std::string>;
+  std::map<Configuration, absl::StatusOr<CostEstimate>> estimates;
   for (const proto::ResultRow& row : rows) {
-    const absl::StatusOr<CostEstimate> e = EstimateRow(row, LinkModel{});
+    const Configuration configuration{row.algorithm(), row.workers(), row.bytes(),
+                                      row.servers(), row.dtype()};
+    auto cached = estimates.find(configuration);
+    if (cached == estimates.end()) {
+      cached = estimates.emplace(configuration, EstimateRow(row, LinkModel{})).first;
+    }
+    const absl::StatusOr<CostEstimate>& e = cached->second;
+    if (absl::IsCancelled(e.status())) return e.status();
     if (!e.ok()) {
       warnings << "warning: skipping a row of " << row.algorithm() << ": "
                << e.status().message() << "\n";

@@ -40,8 +40,11 @@ double RowTimeUs(const proto::ResultRow& row, FitTime time);
 
 // One fit per (algorithm, transport), in the order the rows first name them.
 // A row the model cannot estimate (unknown algorithm or dtype) is skipped
-// with a warning on `warnings`.
-std::vector<RowFit> FitRows(const std::vector<proto::ResultRow>& rows, std::ostream& warnings,
-                            FitTime time = FitTime::kAverage);
+// with a warning on `warnings`. Rows of the same algorithm, N, M, shards and
+// dtype share one estimate. An interrupt (SIGINT, SIGTERM) ends it with
+// CancelledError.
+absl::StatusOr<std::vector<RowFit>> FitRows(const std::vector<proto::ResultRow>& rows,
+                                            std::ostream& warnings,
+                                            FitTime time = FitTime::kAverage);
 
 }  // namespace testbed
