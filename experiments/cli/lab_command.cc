@@ -170,6 +170,7 @@ int ServeLab(const LabOptions& options, const ListenAddress& address,
   });
   AddLabRoutes(server, runner, PageInfo(options), needs_token ? credentials.token : "");
   ListenAlone(server);
+  LimitClients(server);
   const int port = address.port == 0
                        ? server.bind_to_any_port(address.host)
                        : (server.bind_to_port(address.host, address.port) ? address.port : -1);
@@ -221,6 +222,7 @@ CLI::App* AddLabCommand(CLI::App& app, LabOptions& options) {
                   "docker/lab.yml): runs go there, and the lab starts no daemons. They must "
                   "share the lab's TESTBED_JOB_ID and TESTBED_TOKEN");
   cmd->footer(
+      LabLimitsText() + "\n"
       "Examples:\n  testbed lab                      (then open http://127.0.0.1:8080/)\n"
       "  testbed lab --listen 127.0.0.1:0 --workers 4\n"
       "  sudo testbed lab --network netns --link-rate 1gbit --workers 4\n"

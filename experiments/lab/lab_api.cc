@@ -136,9 +136,14 @@ LabResponse Enqueue(const LabParams& params, int max_workers,
   spec.set_warmup(1);
   ApplyDefaults(spec);
   if (absl::Status st = ValidateSpec(spec); !st.ok()) return BadRequest(st.message());
-  const int id = runner.Enqueue(std::move(spec));
+  const absl::StatusOr<int> id = runner.Enqueue(std::move(spec));
+  if (!id.ok()) {  // the queue is full: 429, as HTTP says for too many requests
+    return {.status = 429, .content_type = "text/plain",
+            .body = absl::StrCat(id.status().message(), "\n")};
+  }
   return {.status = 202,
-          .body = absl::StrCat("{\"id\":", id, ",\"queued_ahead\":", runner.QueuedAhead(id), "}")};
+          .body = absl::StrCat("{\"id\":", *id, ",\"queued_ahead\":", runner.QueuedAhead(*id),
+                               "}")};
 }
 
 }  // namespace

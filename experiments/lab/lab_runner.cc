@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <streambuf>
 
+#include "absl/strings/str_cat.h"
+
 namespace testbed {
 
 std::string_view Name(RunState state) {
@@ -46,8 +48,8 @@ class LabRunner::ProgressBuffer : public std::streambuf {
   std::string line_;
 };
 
-LabRunner::LabRunner(LabExecutor executor)
-    : executor_(std::move(executor)), thread_([this] { Loop(); }) {}
+LabRunner::LabRunner(LabExecutor executor, int max_queued)
+    : executor_(std::move(executor)), max_queued_(max_queued), thread_([this] { Loop(); }) {}
 
 LabRunner::~LabRunner() {
   {
@@ -58,10 +60,15 @@ LabRunner::~LabRunner() {
   thread_.join();
 }
 
-int LabRunner::Enqueue(proto::ExperimentSpec spec) {
+absl::StatusOr<int> LabRunner::Enqueue(proto::ExperimentSpec spec) {
   int id = 0;
   {
     std::lock_guard lock(mu_);
+    if (static_cast<int>(queue_.size()) >= max_queued_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the lab's queue is full: ", max_queued_,
+          " runs are waiting already; try again when one has run"));
+    }
     id = next_id_++;
     runs_[id] = LabRun{.id = id, .spec = std::move(spec)};
     queue_.push_back(id);

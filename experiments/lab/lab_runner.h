@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {
@@ -43,16 +44,21 @@ struct LabRun {
   std::string error{};                  // the harness's message when failed
 };
 
+// Runs that may wait behind the one running: a classroom's worth of clicks,
+// not an unbounded pile of requests (docs/lab.md, "Limits").
+inline constexpr int kMaxQueuedLabRuns = 16;
+
 class LabRunner {
  public:
-  explicit LabRunner(LabExecutor executor);
+  explicit LabRunner(LabExecutor executor, int max_queued = kMaxQueuedLabRuns);
   // Finishes the run in progress (queued ones are dropped), joins the thread.
   ~LabRunner();
   LabRunner(const LabRunner&) = delete;
   LabRunner& operator=(const LabRunner&) = delete;
 
-  // Queues `spec`; returns its id.
-  int Enqueue(proto::ExperimentSpec spec);
+  // Queues `spec`; returns its id. With `max_queued` runs waiting already it
+  // is refused (ResourceExhausted, one line saying so) and nothing is kept.
+  absl::StatusOr<int> Enqueue(proto::ExperimentSpec spec);
   // A copy of run `id` as it stands; nullopt if there is none.
   std::optional<LabRun> Get(int id) const;
   // Runs queued ahead of `id` (0 when it runs or ran).
@@ -65,6 +71,7 @@ class LabRunner {
   void Loop();
 
   LabExecutor executor_;
+  const int max_queued_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::map<int, LabRun> runs_;  // guarded by mu_

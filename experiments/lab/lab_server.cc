@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "experiments/lab/lab_api.h"
 #include "experiments/lab/lab_assets.h"
 
@@ -61,6 +62,24 @@ void ListenAlone(httplib::Server& server) {
     const int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+}
+
+void LimitClients(httplib::Server& server) {
+  server.new_task_queue = [] { return new httplib::ThreadPool(kLabServerThreads); };
+  const auto timeout = static_cast<time_t>(kLabClientTimeout.count());
+  server.set_read_timeout(timeout);
+  server.set_write_timeout(timeout);
+  server.set_keep_alive_timeout(static_cast<time_t>(kLabKeepAlive.count()));
+  server.set_payload_max_length(kMaxLabRequestBytes);
+}
+
+std::string LabLimitsText() {
+  return absl::StrCat(
+      "Limits: ", kMaxQueuedLabRuns, " runs may wait behind the one running (more: 429); ",
+      kLabServerThreads, " connections are served at once; a client silent for ",
+      kLabClientTimeout.count(), " s mid-request, or idle for ", kLabKeepAlive.count(),
+      " s between requests, is closed; request bodies over ", kMaxLabRequestBytes / 1024,
+      " KiB are refused (413).");
 }
 
 void AddLabRoutes(httplib::Server& server, LabRunner& runner, const LabInfo& info,

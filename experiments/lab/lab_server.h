@@ -10,6 +10,8 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "experiments/lab/lab_api.h"
@@ -27,5 +29,23 @@ void AddLabRoutes(httplib::Server& server, LabRunner& runner, const LabInfo& inf
 // requests between them without a word. SO_REUSEADDR stays (a restarted lab
 // gets its port back at once). Call before binding.
 void ListenAlone(httplib::Server& server);
+
+// What one client can take of the lab, stated in `testbed lab --help`: the
+// threads that serve connections (cpp-httplib gives each open connection one:
+// a classroom of browsers, each keeping a few open, needs dozens), how long a
+// client may be silent mid-request, how long an idle connection is kept for
+// its next request, and the largest request body (the API's requests are a
+// few parameters; a larger one is answered 413 unread). The run queue's bound
+// is kMaxQueuedLabRuns (lab_runner.h).
+inline constexpr int kLabServerThreads = 32;
+inline constexpr std::chrono::seconds kLabClientTimeout{5};
+inline constexpr std::chrono::seconds kLabKeepAlive{2};
+inline constexpr std::size_t kMaxLabRequestBytes = 64 * 1024;
+
+// Applies those limits to `server`. Call before listening.
+void LimitClients(httplib::Server& server);
+
+// The limits above in one line, for --help.
+std::string LabLimitsText();
 
 }  // namespace testbed
