@@ -30,10 +30,11 @@ using ParseInto = std::function<std::string(const std::string& text)>;
 CLI::Option* AddParsedOption(CLI::App& cmd, const std::string& names, const std::string& help,
                              const std::string& value_name, ParseInto parse_into);
 
-// The usual ParseInto: what `parse` returns, stored in `value`; its status's
-// message when it refuses.
-template <typename T>
-ParseInto StoreParsed(absl::StatusOr<T> (*parse)(std::string_view), T& value) {
+// The usual ParseInto: what `parse` returns, stored in `value` (a T, or
+// anything a T assigns to, such as std::optional<T>); its status's message
+// when it refuses.
+template <typename T, typename Value>
+ParseInto StoreParsed(absl::StatusOr<T> (*parse)(std::string_view), Value& value) {
   return [parse, &value](const std::string& text) -> std::string {
     absl::StatusOr<T> parsed = parse(text);
     if (!parsed.ok()) return std::string(parsed.status().message());

@@ -68,12 +68,7 @@ void AddSyncFlags(CLI::App& cmd, TrainOptions& options) {
                   "ps: sync (step t of every worker before anyone's t+1), async (the shards apply "
                   "each push as it arrives; nobody waits) or ssp:K (bounded staleness: no worker "
                   "more than K steps ahead of the slowest) [default: sync]",
-                  "MODE", [&options](const std::string& text) -> std::string {
-                    absl::StatusOr<PsMode> parsed = ParsePsMode(text);
-                    if (!parsed.ok()) return std::string(parsed.status().message());
-                    options.run.ps_mode = *parsed;
-                    return "";
-                  });
+                  "MODE", StoreParsed(&ParsePsMode, options.run.ps_mode));
   AddServersFlag(cmd, options.run.servers);
 }
 
