@@ -247,5 +247,21 @@ TEST_F(ControlHandlersTest, ATrainingSpecWithAnUnknownSyncFailsNamingIt) {
       << link_.sent().back().failure().message();
 }
 
+// A transport the worker cannot make (direct for fake-device memory is refused
+// on every UCX) fails the Prepare. The reader must then read on for the
+// coordinator's Abort: leaving at once could end the process before the
+// report left it, and the coordinator would name this rank lost instead.
+TEST_F(ControlHandlersTest, APrepareWhoseTransportIsRefusedReportsItAndAwaitsTheVerdict) {
+  handlers_.Handle(Welcome());
+  proto::CoordinatorMessage prepare = Prepare(6);
+  prepare.mutable_prepare()->mutable_spec()->set_memory(proto::Memory::fake_device);
+  prepare.mutable_prepare()->mutable_spec()->set_gpu_path(proto::GpuPath::direct);
+  EXPECT_EQ(handlers_.Handle(prepare), After::kAwaitVerdict);
+  EXPECT_TRUE(handlers_.failed());
+  EXPECT_NE(OnlyFailure().find("6: gpu_path direct refused: "), std::string::npos)
+      << OnlyFailure();
+  EXPECT_EQ(handlers_.Handle(Abort(6)), After::kLeave);
+}
+
 }  // namespace
 }  // namespace testbed

@@ -109,7 +109,7 @@ After ControlHandlers::OnPrepare(const proto::Prepare& prepare) {
     // once could end the process before the report left it, and the
     // coordinator then named this rank lost (seen once in ~20 refused
     // --gpu-path direct runs) instead of saying why it failed.
-    return After::kReadOn;
+    return After::kAwaitVerdict;
   }
   spdlog::info("experiment {}: rank {} of {}", experiment_->id, prepare.rank(),
                prepare.world_size());

@@ -82,6 +82,7 @@ class ControlHandlers {
     kReadOn,   // read the next message
     kLeave,    // the worker failed or was aborted: stop reading
     kExitNow,  // aborted while a sweep may be blocked inside UCX: end the process
+    kAwaitVerdict,  // failed and said so: read on, bounded, until the coordinator's Abort
   };
 
   // `options` and `link` must outlive this object.

@@ -58,6 +58,10 @@ struct WorkerDaemon::State final : ControlLink {
   bool Attach(const std::shared_ptr<grpc::Channel>& channel, ControlHandlers& handlers);
   void StartHeartbeat(std::chrono::milliseconds every);
   void StopHeartbeat();
+  // After a failure the reader reported itself: reads on until the
+  // coordinator's verdict (an Abort) or the stream's end, cancelling the
+  // stream after kVerdictGrace. Returns what the last message asked for.
+  After ReadUntilVerdict(ControlHandlers& handlers);
   // Once reading has ended: Run's exit code (or the end of the process).
   int Leave(ControlHandlers& handlers);
 
@@ -111,6 +115,7 @@ int WorkerDaemon::Run() {
   while (after == After::kReadOn && !handlers.failed() && s.stream->Read(&message)) {
     after = handlers.Handle(message);
   }
+  if (after == After::kAwaitVerdict) after = s.ReadUntilVerdict(handlers);
   if (after == After::kExitNow) ExitNow(1);
   return s.Leave(handlers);
 }
@@ -169,6 +174,26 @@ void WorkerDaemon::State::StopHeartbeat() {
   stopping = true;
   heartbeat_cv.notify_all();
   if (heartbeat.joinable()) heartbeat.join();
+}
+
+After WorkerDaemon::State::ReadUntilVerdict(ControlHandlers& handlers) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool read_ended = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(mu);
+    if (!cv.wait_for(lock, kVerdictGrace, [&] { return read_ended; })) context.TryCancel();
+  });
+  After after = After::kReadOn;
+  proto::CoordinatorMessage message;
+  while (after == After::kReadOn && stream->Read(&message)) after = handlers.Handle(message);
+  {
+    std::lock_guard lock(mu);
+    read_ended = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  return after;
 }
 
 int WorkerDaemon::State::Leave(ControlHandlers& handlers) {
