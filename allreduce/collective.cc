@@ -38,14 +38,23 @@ double RootedBusFactor(int n) { return n > 1 ? 1 : 0; }
 
 // Adapters to the registry's one builder signature.
 template <Schedule (*F)(int, int, std::int64_t)>
-Schedule Rootless(int rank, int n, std::int64_t count, int /*root*/) {
+Schedule Rootless(int rank, int n, std::int64_t count, int /*root*/, const Placement&) {
   return F(rank, n, count);
+}
+template <Schedule (*F)(int, int, std::int64_t, int)>
+Schedule Rooted(int rank, int n, std::int64_t count, int root, const Placement&) {
+  return F(rank, n, count, root);
+}
+template <Schedule (*F)(int, int, std::int64_t, const Placement&)>
+Schedule Placed(int rank, int n, std::int64_t count, int /*root*/, const Placement& placement) {
+  return F(rank, n, count, placement);
 }
 
 bool IsOf(const Collective& c, Kinds kinds) {
   switch (kinds) {
     case Kinds::kAll: return true;
     case Kinds::kAllReduce: return c.is_all_reduce();
+    case Kinds::kDefaultAllReduce: return c.is_all_reduce() && !c.needs_racks;
     case Kinds::kScheduled: return c.has_schedule();
     case Kinds::kScheduledAllReduce: return c.has_schedule() && c.is_all_reduce();
   }
@@ -84,6 +93,13 @@ const std::vector<Collective>& AllCollectives() {
        "every link: M/2^k in round k of each half, 2·log2 N rounds (+2 if N≠2^k)",
        Rootless<BuildAllReduceHalvingDoubling>, TwiceLinearBytes, HalvingDoublingRounds,
        AllReduceBusFactor},
+      {"hierarchical", kAllReduce, kSchedule,
+       "ring reduce-scatter inside each rack, ring all-reduce of each shard across racks, "
+       "all-gather inside the rack",
+       "2(N-1)M, 2(R-1)M of it across R racks",
+       "a rack's uplink: 2(R−1)/R·M each way (a rack-order ring's hop: 2(N−1)/N·M)",
+       Placed<BuildAllReduceHierarchical>, TwiceLinearBytes, RingRounds, AllReduceBusFactor,
+       /*needs_racks=*/true},
       {"reduce-scatter", kReduceScatter, kSchedule,
        "ring reduce-scatter: rank r ends with the reduced chunk r", "(N-1)M",
        "every link: (N−1)/N·M each way", Rootless<BuildReduceScatterRing>, LinearBytes,
@@ -93,10 +109,10 @@ const std::vector<Collective>& AllCollectives() {
        "every link: (N−1)/N·M each way", Rootless<BuildAllGatherRing>, LinearBytes, LinearRounds,
        ScatterGatherBusFactor},
       {"broadcast", kBroadcast, kSchedule, "binary-tree broadcast of the root's vector", "(N-1)M",
-       "the root's link: M out per round, ⌈log2 N⌉ rounds", BuildBroadcastTree, LinearBytes,
+       "the root's link: M out per round, ⌈log2 N⌉ rounds", Rooted<BuildBroadcastTree>, LinearBytes,
        HalfTreeRounds, RootedBusFactor},
       {"reduce", kReduce, kSchedule, "binary-tree reduce to the root", "(N-1)M",
-       "the root's link: M in per round, ⌈log2 N⌉ rounds", BuildReduceTree, LinearBytes,
+       "the root's link: M in per round, ⌈log2 N⌉ rounds", Rooted<BuildReduceTree>, LinearBytes,
        HalfTreeRounds, RootedBusFactor},
   };
   return kCollectives;

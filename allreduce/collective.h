@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "allreduce/placement.h"
 #include "allreduce/schedule.h"
 
 namespace testbed {
@@ -43,8 +44,10 @@ struct Collective {
   std::string_view summary;     // one line, for --help and traces
   std::string_view formula;     // total payload bytes, as docs/design.md writes it
   std::string_view bottleneck;  // which link decides the time, for the course table
-  // nullptr for the parameter server.
-  Schedule (*build)(int rank, int world_size, std::int64_t count, int root);
+  // nullptr for the parameter server. `placement` (the rack of each rank) is
+  // read by the schedules that depend on it: hierarchical only.
+  Schedule (*builder)(int rank, int world_size, std::int64_t count, int root,
+                      const Placement& placement);
   // Closed forms: total payload bytes for `bytes` per rank, and rounds.
   std::int64_t (*formula_bytes)(int world_size, std::int64_t bytes);
   int (*formula_rounds)(int world_size);
@@ -53,7 +56,16 @@ struct Collective {
   // all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for broadcast
   // and reduce). 0 at N = 1, where no byte crosses a link.
   double (*busbw_factor)(int world_size);
+  // Whether it only differs from another entry where ranks sit in racks
+  // (hierarchical is the ring on one switch): a comparison lists it by default
+  // only on a fabric with racks.
+  bool needs_racks = false;
 
+  // One rank's schedule; the flat switch unless a placement is given.
+  Schedule Build(int rank, int world_size, std::int64_t count, int root = 0,
+                 const Placement& placement = Placement::Flat()) const {
+    return builder(rank, world_size, count, root, placement);
+  }
   bool is_all_reduce() const { return semantics == Semantics::kAllReduce; }
   bool has_root() const {
     return semantics == Semantics::kBroadcast || semantics == Semantics::kReduce;
@@ -65,7 +77,8 @@ struct Collective {
 // Which entries a list takes.
 enum class Kinds {
   kAll,              // everything the harness runs (local, run, model)
-  kAllReduce,        // all-reduce semantics, ps included: the default comparison
+  kAllReduce,        // all-reduce semantics, ps included
+  kDefaultAllReduce,  // the default comparison on one switch: kAllReduce less needs_racks
   kScheduled,        // the ones with a schedule (trace, traffic, cost model per round)
   kScheduledAllReduce,
 };

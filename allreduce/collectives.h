@@ -1,10 +1,11 @@
 // Schedule builders, one per collective, each a pure function of
-// (rank, world_size, count[, root]). allreduce/ALGORITHMS.md documents each
+// (rank, world_size, count[, root or placement]). allreduce/ALGORITHMS.md documents each
 // one's steps and its bytes on the wire; collective.h puts them in a registry.
 #pragma once
 
 #include <cstdint>
 
+#include "allreduce/placement.h"
 #include "allreduce/schedule.h"
 
 namespace testbed {
@@ -15,6 +16,9 @@ Schedule BuildAllReduceRing(int rank, int world_size, std::int64_t count);
 Schedule BuildAllReduceTree(int rank, int world_size, std::int64_t count);
 Schedule BuildAllReduceButterfly(int rank, int world_size, std::int64_t count);
 Schedule BuildAllReduceHalvingDoubling(int rank, int world_size, std::int64_t count);
+// Reduce-scatter inside each rack, all-reduce across racks, all-gather inside.
+Schedule BuildAllReduceHierarchical(int rank, int world_size, std::int64_t count,
+                                    const Placement& placement);
 
 // Reduce-scatter: rank r ends with the reduction of chunk r (chunking.h).
 Schedule BuildReduceScatterRing(int rank, int world_size, std::int64_t count);

@@ -21,7 +21,7 @@ std::vector<std::int64_t> RoundBottleneckBytes(const Collective& collective, int
   const std::int64_t count = bytes / element_size;
   std::vector<std::int64_t> busiest;  // in elements, per round
   for (int rank = 0; rank < world_size; ++rank) {
-    const Schedule s = collective.build(rank, world_size, count, root);
+    const Schedule s = collective.Build(rank, world_size, count, root);
     if (busiest.size() < s.rounds.size()) busiest.resize(s.rounds.size(), 0);
     for (std::size_t k = 0; k < s.rounds.size(); ++k) {
       std::int64_t sent = 0;

@@ -19,7 +19,7 @@ InProcessRun RunInProcess(const Collective& collective, std::vector<Bytes> input
 
   std::vector<Schedule> schedules;
   for (int rank = 0; rank < world_size; ++rank) {
-    schedules.push_back(collective.build(rank, world_size, count, options.root));
+    schedules.push_back(collective.Build(rank, world_size, count, options.root, options.placement));
   }
   if (options.keep_snapshots && world_size > 0) {
     run.snapshots.assign(schedules[0].rounds.size(), std::vector<Bytes>(world_size));

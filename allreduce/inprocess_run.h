@@ -36,6 +36,8 @@ struct InProcessRunOptions {
   MemoryType memory = MemoryType::kHost;
   // The executor's segment size (Executor::RunOptions); 0 runs round by round.
   std::size_t segment_bytes = 0;
+  // The rack of each rank, for the schedules that read it (hierarchical).
+  Placement placement = Placement::Flat();
 };
 
 // `inputs` holds one buffer per rank (the world size), all the same size.

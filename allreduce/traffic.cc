@@ -5,17 +5,29 @@
 namespace testbed {
 
 TrafficSummary CountTraffic(const Collective& collective, int world_size, std::int64_t bytes,
-                            std::int64_t element_size, int root) {
+                            std::int64_t element_size, int root, const Placement& placement) {
   TrafficSummary summary;
+  summary.per_rack.resize(static_cast<std::size_t>(placement.Racks(world_size)));
   const std::int64_t count = bytes / element_size;
   for (int rank = 0; rank < world_size; ++rank) {
-    const Schedule s = collective.build(rank, world_size, count, root);
+    const Schedule s = collective.Build(rank, world_size, count, root, placement);
     const RankTraffic t{s.ElementsSent() * element_size, s.ElementsReceived() * element_size};
     summary.per_rank.push_back(t);
     summary.total_bytes += t.bytes_sent;
     summary.max_rank_bytes =
         std::max({summary.max_rank_bytes, t.bytes_sent, t.bytes_received});
     summary.rounds = static_cast<int>(s.rounds.size());
+    const int rack = placement.RackOf(rank);
+    for (const Round& round : s.rounds) {
+      for (const Step& step : round.steps) {
+        const int peer_rack = placement.RackOf(step.peer);
+        if (step.kind != StepKind::kSend || peer_rack == rack) continue;
+        const std::int64_t sent = step.count * element_size;
+        summary.cross_rack_bytes += sent;
+        summary.per_rack[static_cast<std::size_t>(rack)].bytes_up += sent;
+        summary.per_rack[static_cast<std::size_t>(peer_rack)].bytes_down += sent;
+      }
+    }
   }
   return summary;
 }

@@ -148,7 +148,7 @@ TEST(ScheduleTest, EveryCollectiveMatchesAcrossRanks) {
                                  std::int64_t{n + 1}, std::int64_t{97}}) {
         for (int root : {0, n / 2, n - 1}) {
           std::vector<Schedule> all;
-          for (int r = 0; r < n; ++r) all.push_back(c.build(r, n, count, root));
+          for (int r = 0; r < n; ++r) all.push_back(c.Build(r, n, count, root));
           const absl::Status st = ValidateMatching(all);
           EXPECT_TRUE(st.ok()) << c.name << " N=" << n << " count=" << count << ": " << st;
         }

@@ -89,7 +89,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         run_once = [&] { return env.parameter_server->PushPull(tensor, rank, ++step, data); };
         reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
       } else {
-        schedule = collective->build(rank, n, count, /*root=*/0);
+        schedule = collective->Build(rank, n, count, /*root=*/0);
         segment = SegmentBytesFor(spec, bytes, staged_path);
         executor.Prepare(schedule, type, memory, segment);
         run_once = [&] { return executor.Run(schedule, data, type, op, {.segment_bytes = segment}); };

@@ -51,7 +51,7 @@ bool NamesAuto(const proto::ExperimentSpec& spec) {
 
 std::vector<std::string> AutoCandidates(const proto::ExperimentSpec& spec) {
   std::vector<std::string> names;
-  for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) {
+  for (const Collective* c : CollectivesOf(Kinds::kDefaultAllReduce)) {
     if (c->runs_on_parameter_server() && !ParameterServerCanReduce(spec)) continue;
     names.emplace_back(c->name);
   }

@@ -19,7 +19,7 @@ namespace testbed {
 
 std::vector<std::string> DefaultAlgorithms() {
   std::vector<std::string> names;
-  for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) names.emplace_back(c->name);
+  for (const Collective* c : CollectivesOf(Kinds::kDefaultAllReduce)) names.emplace_back(c->name);
   return names;
 }
 

@@ -22,7 +22,7 @@ CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options) {
   AddDtypeFlag(*cmd, options.dtype);
   cmd->add_option("-a,--algorithms", options.algorithms,
                   "Comma-separated, any of: " + CollectiveNames(Kinds::kAll) +
-                      " (default: the all-reduces, " + CollectiveNames(Kinds::kAllReduce) + ")")
+                      " (default: the all-reduces, " + CollectiveNames(Kinds::kDefaultAllReduce) + ")")
       ->delimiter(',')
       ->check(AlgorithmValidator());
   AddFormatFlag(*cmd, options.format);
@@ -55,7 +55,7 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
   const LinkModel link{options.alpha_us * 1e-6, 8.0 / static_cast<double>(options.link_rate_bps)};
   std::vector<std::string> names = options.algorithms;
   if (names.empty()) {
-    for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) names.emplace_back(c->name);
+    for (const Collective* c : CollectivesOf(Kinds::kDefaultAllReduce)) names.emplace_back(c->name);
   }
 
   Table table({"algorithm", "workers", "bytes", "rounds", "bottleneck_bytes", "model_time_us",

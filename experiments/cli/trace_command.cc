@@ -140,7 +140,7 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
   out << "\nbefore round 0\n";
   PrintBuffers(inputs, count, width, options.max_elements, out);
   std::vector<Schedule> schedules;
-  for (int r = 0; r < n; ++r) schedules.push_back(c.build(r, n, count, root));
+  for (int r = 0; r < n; ++r) schedules.push_back(c.Build(r, n, count, root));
   std::int64_t elements_sent = 0;
   for (std::size_t k = 0; k < schedules[0].rounds.size(); ++k) {
     out << "\nround " << k << " (" << schedules[0].rounds[k].phase << ")\n";

@@ -37,7 +37,11 @@ int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& e
   }
   std::vector<const Collective*> algorithms;
   for (const std::string& name : options.algorithms) algorithms.push_back(FindCollective(name));
-  if (algorithms.empty()) algorithms = CollectivesOf(Kinds::kScheduledAllReduce);
+  if (algorithms.empty()) {
+    for (const Collective* c : CollectivesOf(Kinds::kDefaultAllReduce)) {
+      if (c->has_schedule()) algorithms.push_back(c);
+    }
+  }
 
   Table table({"algorithm", "workers", "bytes", "total_bytes", "max_rank_bytes", "rounds",
                "formula_bytes", "formula_rounds", "formula"});

@@ -117,7 +117,7 @@ absl::StatusOr<std::string> ExecutorTraceJson(const Collective& c, int workers,
     }
   }
   std::vector<Schedule> schedules;
-  for (int r = 0; r < workers; ++r) schedules.push_back(c.build(r, workers, count, root));
+  for (int r = 0; r < workers; ++r) schedules.push_back(c.Build(r, workers, count, root));
 
   TraceBody body{.source = "executor", .initial = MasksOf(inputs, count)};
   std::int64_t bytes_so_far = 0;

@@ -82,7 +82,7 @@ std::vector<RankCounts> RunStaged(const std::string& name, int world_size, std::
       const Allocation buffer = device.Allocate(bytes);
       std::vector<std::byte> input(bytes), result(bytes);
       FillInput(collective->semantics, world_size, rank, count, type, 0, input.data());
-      const Schedule schedule = collective->build(rank, world_size, count, 0);
+      const Schedule schedule = collective->Build(rank, world_size, count, 0);
       Executor executor(transport);
       for (int i = 0; i < iterations; ++i) {
         device.Upload(buffer.buffer(), input);

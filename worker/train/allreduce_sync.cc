@@ -45,14 +45,14 @@ AllReduceSync::Bucket AllReduceSync::MakeBucket(const Collective& collective, st
   bucket.elements = elements;
   if (compression_.kind != CompressionConfig::Kind::kTopK) {
     // The bucket's own all-reduce, of floats or of halves.
-    bucket.schedule = collective.build(rank, world, elements, /*root=*/0);
+    bucket.schedule = collective.Build(rank, world, elements, /*root=*/0);
     executor_.Prepare(bucket.schedule, ElementType());
     return bucket;
   }
   bucket.topk = std::make_unique<ErrorFeedbackTopK>(elements, compression_.ratio);
   bucket.chunk_bytes = static_cast<std::size_t>(bucket.topk->k()) * 8;
   const std::int64_t words = static_cast<std::int64_t>(bucket.chunk_bytes / 4);
-  bucket.schedule = FindCollective("all-gather")->build(rank, world, words * world, /*root=*/0);
+  bucket.schedule = FindCollective("all-gather")->Build(rank, world, words * world, /*root=*/0);
   executor_.Prepare(bucket.schedule, DataType::kInt32);
   return bucket;
 }
