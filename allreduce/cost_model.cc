@@ -56,6 +56,81 @@ CostEstimate EstimateCollective(const Collective& collective, int world_size,
                     link);
 }
 
+namespace {
+
+// Seconds for `bytes` over a link of `bps` (0: unlimited, no time).
+double LinkSeconds(std::int64_t bytes, double bps) {
+  return bps > 0 ? 8.0 * static_cast<double>(bytes) / bps : 0;
+}
+
+// One round's load on every link, in bytes.
+struct RoundLoad {
+  std::vector<std::int64_t> host_out, host_in;      // per rank
+  std::vector<std::int64_t> uplink_up, uplink_down;  // per rack
+};
+
+}  // namespace
+
+CostEstimate EstimateOnFabric(const Collective& collective, int world_size, std::int64_t bytes,
+                              std::int64_t element_size, double alpha_s,
+                              const Placement& placement, const LinkRates& rates) {
+  const std::int64_t count = bytes / element_size;
+  const auto racks = static_cast<std::size_t>(placement.Racks(world_size));
+  const auto ranks = static_cast<std::size_t>(world_size);
+  std::vector<RoundLoad> loads;
+  for (int rank = 0; rank < world_size; ++rank) {
+    const Schedule s = collective.Build(rank, world_size, count, 0, placement);
+    if (loads.size() < s.rounds.size()) {
+      loads.resize(s.rounds.size(), RoundLoad{std::vector<std::int64_t>(ranks),
+                                              std::vector<std::int64_t>(ranks),
+                                              std::vector<std::int64_t>(racks),
+                                              std::vector<std::int64_t>(racks)});
+    }
+    const auto rack = static_cast<std::size_t>(placement.RackOf(rank));
+    for (std::size_t k = 0; k < s.rounds.size(); ++k) {
+      RoundLoad& load = loads[k];
+      for (const Step& step : s.rounds[k].steps) {
+        const std::int64_t b = step.count * element_size;
+        if (step.IsReceive()) {
+          load.host_in[static_cast<std::size_t>(rank)] += b;
+          continue;
+        }
+        load.host_out[static_cast<std::size_t>(rank)] += b;
+        const auto peer_rack = static_cast<std::size_t>(placement.RackOf(step.peer));
+        if (peer_rack == rack) continue;
+        load.uplink_up[rack] += b;
+        load.uplink_down[peer_rack] += b;
+      }
+    }
+  }
+  CostEstimate e;
+  e.rounds = static_cast<int>(loads.size());
+  for (const RoundLoad& load : loads) {
+    double slowest = 0;
+    std::int64_t slowest_bytes = 0;
+    const auto consider = [&](std::int64_t b, double bps) {
+      const double t = LinkSeconds(b, bps);
+      if (t > slowest || (t == slowest && b > slowest_bytes)) {
+        slowest = t;
+        slowest_bytes = b;
+      }
+    };
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const double bps = r < rates.host_bps.size() ? rates.host_bps[r] : 0;
+      consider(load.host_out[r], bps);
+      consider(load.host_in[r], bps);
+    }
+    for (std::size_t r = 0; r < racks && r < rates.uplink_bps.size(); ++r) {
+      consider(load.uplink_up[r], rates.uplink_bps[r]);
+      consider(load.uplink_down[r], rates.uplink_bps[r]);
+    }
+    e.round_bottleneck_bytes.push_back(slowest_bytes);
+    e.bottleneck_bytes += slowest_bytes;
+    e.time_s += alpha_s + slowest;
+  }
+  return e;
+}
+
 std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t element_size) {
   return ChunkOf(bytes / element_size, std::max(servers, 1), 0).count * element_size;
 }
@@ -69,6 +144,44 @@ CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t byte
       slice, std::max<std::int64_t>(element_size, kParameterServerChunkBytes / element_size *
                                                       element_size));
   return FromRounds({workers * chunk, workers * slice}, link);
+}
+
+CostEstimate EstimateParameterServerOnFabric(int workers, int servers, std::int64_t bytes,
+                                             std::int64_t element_size, double alpha_s,
+                                             const Placement& placement, const LinkRates& rates,
+                                             double server_bps) {
+  const std::int64_t slice = LargestShardBytes(bytes, servers, element_size);
+  const std::int64_t chunk = std::min(
+      slice, std::max<std::int64_t>(element_size, kParameterServerChunkBytes / element_size *
+                                                      element_size));
+  // Round 1: the first chunk of every push; round 2: the rest, and the values.
+  const std::int64_t worker_bytes[2] = {chunk, bytes};
+  const std::int64_t shard_bytes[2] = {workers * chunk, workers * slice};
+  std::vector<int> rack_workers(static_cast<std::size_t>(placement.Racks(workers)), 0);
+  for (int w = 0; w < workers; ++w) ++rack_workers[static_cast<std::size_t>(placement.RackOf(w))];
+  CostEstimate e;
+  e.rounds = 2;
+  for (int round = 0; round < 2; ++round) {
+    double slowest = LinkSeconds(shard_bytes[round], server_bps);
+    std::int64_t slowest_bytes = shard_bytes[round];
+    const auto consider = [&](std::int64_t b, double bps) {
+      if (LinkSeconds(b, bps) > slowest) {
+        slowest = LinkSeconds(b, bps);
+        slowest_bytes = b;
+      }
+    };
+    for (int w = 0; w < workers; ++w) {
+      const auto r = static_cast<std::size_t>(w);
+      consider(worker_bytes[round], r < rates.host_bps.size() ? rates.host_bps[r] : 0);
+    }
+    for (std::size_t r = 0; r < rack_workers.size() && r < rates.uplink_bps.size(); ++r) {
+      consider(rack_workers[r] * worker_bytes[round], rates.uplink_bps[r]);
+    }
+    e.round_bottleneck_bytes.push_back(slowest_bytes);
+    e.bottleneck_bytes += slowest_bytes;
+    e.time_s += alpha_s + slowest;
+  }
+  return e;
 }
 
 absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,

@@ -55,6 +55,22 @@ CostEstimate EstimateCollective(const Collective& collective, int world_size,
                                 std::int64_t bytes, std::int64_t element_size,
                                 const LinkModel& link, int root = 0);
 
+// A fabric's links, in bit/s, 0 for unlimited: each rank's host link and
+// each rack's uplink to the spine (proto/fabric_spec.h fills it in).
+struct LinkRates {
+  std::vector<double> host_bps;    // per rank
+  std::vector<double> uplink_bps;  // per rack of the placement; empty: no uplinks
+};
+
+// The same model on a fabric: a round lasts alpha plus its slowest link's
+// time, over every host link (each direction: what its rank sends, what it
+// receives) and every uplink (up: its rack's sends to other racks; down:
+// what they receive from them). round_bottleneck_bytes then holds the bytes
+// of each round's slowest link. Schedules only (ps has none).
+CostEstimate EstimateOnFabric(const Collective& collective, int world_size, std::int64_t bytes,
+                              std::int64_t element_size, double alpha_s,
+                              const Placement& placement, const LinkRates& rates);
+
 // Bytes of the largest of `servers` shards of a vector (the ring's balanced split).
 std::int64_t LargestShardBytes(std::int64_t bytes, int servers, std::int64_t element_size);
 
@@ -67,6 +83,18 @@ inline constexpr std::int64_t kParameterServerChunkBytes = 1 << 20;
 // bottleneck_bytes = N*M/S + N*min(chunk, M/S). Payload on the wire stays 2NM.
 CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
                                      std::int64_t element_size, const LinkModel& link);
+
+// The parameter server on a fabric, its shards on the spine, each behind a
+// link of `server_bps`: the same two rounds, each lasting alpha plus its
+// slowest link - a shard's (as above), a worker's (its first chunk out, then
+// the rest of its push out and all of its values in), or a rack's uplink (its
+// workers' pushes up, their values down). With every link at one rate B and
+// S = k shards this is BytePS's max(M/B, N·M/(k·B)) per step, plus the first
+// chunk's round.
+CostEstimate EstimateParameterServerOnFabric(int workers, int servers, std::int64_t bytes,
+                                             std::int64_t element_size, double alpha_s,
+                                             const Placement& placement, const LinkRates& rates,
+                                             double server_bps);
 
 // ps (S = servers) or an all-reduce collective by name.
 absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,

@@ -41,7 +41,7 @@ std::vector<std::vector<int>> Placement::Members(int world_size) const {
   return members;
 }
 
-absl::Status ValidatePlacement(const Placement& placement, int world_size) {
+absl::Status ValidateRackPlacement(const Placement& placement, int world_size) {
   if (placement.rack_of_rank.empty()) return absl::OkStatus();
   if (static_cast<int>(placement.rack_of_rank.size()) != world_size) {
     return absl::InvalidArgumentError(

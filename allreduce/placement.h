@@ -39,6 +39,6 @@ struct Placement {
 
 // Checks `placement` against a collective of `world_size` ranks: one entry per
 // rank (or none) and racks numbered 0..R-1 with none empty.
-absl::Status ValidatePlacement(const Placement& placement, int world_size);
+absl::Status ValidateRackPlacement(const Placement& placement, int world_size);
 
 }  // namespace testbed

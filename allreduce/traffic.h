@@ -34,7 +34,7 @@ struct TrafficSummary {
 };
 
 // `bytes` is each rank's vector size; it must be a multiple of element_size.
-// The collective must have a schedule; `placement` must pass ValidatePlacement.
+// The collective must have a schedule; `placement` must pass ValidateRackPlacement.
 TrafficSummary CountTraffic(const Collective& collective, int world_size, std::int64_t bytes,
                             std::int64_t element_size, int root = 0,
                             const Placement& placement = Placement::Flat());

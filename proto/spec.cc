@@ -9,6 +9,7 @@
 #include "common/byte_size.h"
 #include "common/limits.h"
 #include "proto/enum_text.h"
+#include "proto/fabric_spec.h"
 
 namespace testbed {
 
@@ -177,6 +178,15 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
     if (size > kMaxBytesPerWorker) return Bad("size ", size, " is over 4 GiB per worker");
   }
   if (spec.iterations() > kMaxIterations) return Bad("iterations over ", kMaxIterations);
+  if (absl::Status st = ValidateFabric(spec.fabric(), static_cast<int>(spec.workers())); !st.ok()) {
+    return st;
+  }
+  for (std::uint32_t n : spec.worker_counts()) {
+    if (n < 1 || n > static_cast<std::uint32_t>(kMaxWorkers)) continue;  // refused where swept
+    if (absl::Status st = ValidateFabric(spec.fabric(), static_cast<int>(n)); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(st.message(), " (at ", n, " workers)"));
+    }
+  }
   return absl::OkStatus();
 }
 

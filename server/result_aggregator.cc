@@ -8,9 +8,42 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
 #include "allreduce/collective.h"
+#include "allreduce/traffic.h"
+#include "proto/fabric_spec.h"
 #include "proto/spec.h"
 
 namespace testbed {
+namespace {
+
+// The row's fabric and the payload that crossed racks, from the schedules and
+// the placement; ps's shards sit on the spine, so each push and value crosses
+// its worker's uplink.
+void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& collective, int n,
+                      std::int64_t bytes, proto::ResultRow& row) {
+  row.set_fabric(FabricSummary(spec.fabric()));
+  const Placement placement = PlacementOf(spec.fabric(), n);
+  const int racks = placement.Racks(n);
+  if (racks < 2) return;
+  std::vector<UplinkTraffic> uplinks(static_cast<std::size_t>(racks));
+  if (collective.runs_on_parameter_server()) {
+    for (int w = 0; w < n; ++w) {
+      UplinkTraffic& u = uplinks[static_cast<std::size_t>(placement.RackOf(w))];
+      u.bytes_up += bytes;
+      u.bytes_down += bytes;
+    }
+    row.set_cross_rack_theory_bytes(2 * static_cast<std::uint64_t>(n) * bytes);
+  } else {
+    const TrafficSummary t = CountTraffic(collective, n, bytes, ElementBytes(spec), 0, placement);
+    uplinks = t.per_rack;
+    row.set_cross_rack_theory_bytes(t.cross_rack_bytes);
+  }
+  for (const UplinkTraffic& u : uplinks) {
+    row.add_uplink_theory_bytes_up(u.bytes_up);
+    row.add_uplink_theory_bytes_down(u.bytes_down);
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
                                               const std::vector<proto::RankResult>& by_rank) {
@@ -107,6 +140,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   }
   row.set_theory_bytes_total(collective->formula_bytes(n, first.bytes()));
   row.set_rounds(collective->formula_rounds(n));
+  SetFabricTraffic(spec, *collective, n, first.bytes(), row);
   if (ps) {
     // Through each shard 2 N times its slice.
     const std::int64_t m = first.bytes();

@@ -54,20 +54,20 @@ TEST(Placement, PackedAndRoundRobinPlaceEveryRankOnce) {
   EXPECT_EQ(Placement::Packed({2, 3}).rack_of_rank, (std::vector<int>{0, 0, 1, 1, 1}));
   EXPECT_EQ(Placement::RoundRobin({2, 3}).rack_of_rank, (std::vector<int>{0, 1, 0, 1, 1}));
   EXPECT_EQ(Placement::Flat().Racks(7), 1);
-  EXPECT_TRUE(ValidatePlacement(Placement::Packed({2, 3}), 5).ok());
+  EXPECT_TRUE(ValidateRackPlacement(Placement::Packed({2, 3}), 5).ok());
 }
 
 TEST(Placement, AWrongLengthOrAnEmptyRackIsRefusedNamingIt) {
-  EXPECT_EQ(ValidatePlacement(Placement::Packed({2, 3}), 4).message(),
+  EXPECT_EQ(ValidateRackPlacement(Placement::Packed({2, 3}), 4).message(),
             "the placement names racks for 5 ranks, but the collective has 4");
-  EXPECT_EQ(ValidatePlacement(Placement{{0, 2, 2}}, 3).message(),
+  EXPECT_EQ(ValidateRackPlacement(Placement{{0, 2, 2}}, 3).message(),
             "rack 1 holds no rank: number racks 0..2 densely");
 }
 
 TEST(Hierarchical, EveryRackShapeMatchesAndMovesTheClosedFormsAcrossRacks) {
   for (int n = 1; n <= 64; ++n) {
     for (const Shape& shape : ShapesFor(n)) {
-      ASSERT_TRUE(ValidatePlacement(shape.placement, n).ok()) << shape.name << " N=" << n;
+      ASSERT_TRUE(ValidateRackPlacement(shape.placement, n).ok()) << shape.name << " N=" << n;
       const int racks = shape.placement.Racks(n);
       for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{n + 1},
                                  std::int64_t{97}, std::int64_t{12345}}) {

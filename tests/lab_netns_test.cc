@@ -17,23 +17,17 @@
 #include <httplib.h>
 #include <gtest/gtest.h>
 
+#include "tests/netns_probe.h"
 #include "tests/process_runner.h"
 #include "tests/lab_http.h"
 
 namespace testbed {
 namespace {
 
+using testing::CanBuildNamespaces;
 using testing::ReadFile;
 using testing::ShellOutput;
 using testing::TestbedProcess;
-
-// Root and a kernel that lets us make namespaces; else the suite is skipped.
-bool CanBuildNamespaces() {
-  if (geteuid() != 0) return false;
-  const std::string probe = "tbprobe" + std::to_string(getpid());
-  if (std::system(("ip netns add " + probe + " 2>/dev/null").c_str()) != 0) return false;
-  return std::system(("ip netns del " + probe).c_str()) == 0;
-}
 
 int NamespacesTagged(const std::string& tag) {
   const std::string list = ShellOutput("ip netns list 2>/dev/null");

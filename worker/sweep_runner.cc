@@ -13,6 +13,7 @@
 #include "allreduce/executor.h"
 #include "allreduce/expected_values.h"
 #include "allreduce/segment_plan.h"
+#include "proto/fabric_spec.h"
 #include "proto/spec.h"
 #include "worker/interface_counters.h"
 
@@ -89,7 +90,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         run_once = [&] { return env.parameter_server->PushPull(tensor, rank, ++step, data); };
         reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
       } else {
-        schedule = collective->Build(rank, n, count, /*root=*/0);
+        schedule = collective->Build(rank, n, count, /*root=*/0, PlacementOf(spec.fabric(), n));
         segment = SegmentBytesFor(spec, bytes, staged_path);
         executor.Prepare(schedule, type, memory, segment);
         run_once = [&] { return executor.Run(schedule, data, type, op, {.segment_bytes = segment}); };

@@ -84,6 +84,7 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
               "machine with a GPU; rank r uses GPU r mod the GPUs; device memory is staged "
               "through host memory over UCX); fake-device (host pages no code but the memory's "
               "own copies and reductions may touch: proves the staged path without a GPU)");
+  AddFabricFlags(cmd, f.fabric);
   AddEnumFlag(cmd, "--gpu-path", f.gpu_path,
               "How device memory meets UCX - direct (device pointers to UCX's cuda_copy and "
               "cuda_ipc; refused before anything runs where UCX reports no CUDA memory, as "
@@ -102,6 +103,12 @@ absl::Status ValidatePlacement(const proto::ExperimentSpec& spec) {
   };
   if (spec.link_rate_bps() != 0 && spec.network() != proto::Network::netns) {
     return bad("a link rate needs the netns network (loopback has no links to limit)");
+  }
+  const proto::Fabric& fabric = spec.fabric();
+  if ((fabric.uplink_case() != proto::Fabric::UPLINK_NOT_SET || fabric.host_links_size() > 0) &&
+      spec.network() != proto::Network::netns) {
+    return bad("uplink and host link rates need the netns network (loopback has no links to "
+               "limit); racks and placement alone run anywhere");
   }
   if (spec.model_alpha_us() < 0 || !std::isfinite(spec.model_alpha_us())) {
     return bad("model_alpha_us must be a duration >= 0, not ", spec.model_alpha_us());
@@ -212,6 +219,15 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--segment")) *spec.mutable_segment() = f.segment;
   if (given("--memory")) spec.set_memory(f.memory);
   if (given("--gpu-path")) spec.set_gpu_path(f.gpu_path);
+  absl::StatusOr<proto::Fabric> fabric = BuildFabric(f.fabric, spec.fabric());
+  if (!fabric.ok()) return fabric.status();
+  *spec.mutable_fabric() = *std::move(fabric);
+  // Racks make the schedules that read them worth comparing: the default
+  // list then includes them (hierarchical).
+  if (!from_file && cmd.count("--algorithms") == 0 && spec.fabric().racks() > 1) {
+    spec.clear_algorithms();
+    for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) spec.add_algorithms(std::string(c->name));
+  }
   ApplyDefaults(spec);
   if (absl::Status st = ValidateSpec(spec, SpecReader::kCli); !st.ok()) return st;
   if (absl::Status st = ValidatePlacement(spec); !st.ok()) return st;

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "experiments/cli/fabric_flags.h"
 #include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
 #include "proto/spec.h"
@@ -50,6 +51,7 @@ struct ExperimentFlags {
   proto::Memory::Kind memory = proto::Memory::host;
   proto::GpuPath::Kind gpu_path = proto::GpuPath::auto_;
   std::vector<std::string> tuning;  // auto: results files to fit from (else calibrate)
+  FabricFlags fabric;  // racks, uplinks, placement (proto/fabric.proto)
 };
 
 // Registers the flags on `command`.

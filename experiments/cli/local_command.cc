@@ -23,6 +23,7 @@
 #include "experiments/cluster/log_folder.h"
 #include "experiments/cluster/lost_daemon_watchdog.h"
 #include "experiments/cluster/netns_fabric.h"
+#include "proto/fabric_spec.h"
 #include "proto/spec.h"
 #include "common/signal_waiter.h"
 
@@ -57,6 +58,50 @@ CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options) {
 
 namespace {
 
+// The emulated cluster's nodes: servers on the spine, worker i (rank i) in
+// its rack of the spec's fabric, each link at its rate.
+NetnsFabricOptions FabricOptions(const proto::ExperimentSpec& spec, int servers, int workers) {
+  NetnsFabricOptions options{servers + workers, static_cast<double>(spec.link_rate_bps()), ""};
+  const Placement placement = PlacementOf(spec.fabric(), workers);
+  const LinkRates rates =
+      LinkRatesOf(spec.fabric(), workers, static_cast<double>(spec.link_rate_bps()));
+  options.node_rate_bps.assign(static_cast<std::size_t>(servers), 0);
+  options.node_rate_bps.insert(options.node_rate_bps.end(), rates.host_bps.begin(),
+                               rates.host_bps.end());
+  if (rates.uplink_bps.empty()) return options;
+  options.uplink_rate_bps = rates.uplink_bps;
+  options.rack_of_node.assign(static_cast<std::size_t>(servers), -1);
+  for (int w = 0; w < workers; ++w) options.rack_of_node.push_back(placement.RackOf(w));
+  return options;
+}
+
+// Each row's share of the uplinks' counters: what they counted since the
+// previous row arrived (proto/experiment.proto, uplink_wire_bytes_*).
+class UplinkMeter {
+ public:
+  explicit UplinkMeter(const NetnsFabric* fabric) : fabric_(fabric) {
+    if (fabric_ != nullptr && fabric_->racks() > 0) last_ = Read();
+  }
+  void Annotate(proto::ResultRow& row) {
+    if (last_.empty()) return;
+    const std::vector<UplinkBytes> now = Read();
+    if (now.size() != last_.size()) return;
+    for (std::size_t r = 0; r < now.size(); ++r) {
+      row.add_uplink_wire_bytes_up(now[r].up - last_[r].up);
+      row.add_uplink_wire_bytes_down(now[r].down - last_[r].down);
+    }
+    last_ = now;
+  }
+
+ private:
+  std::vector<UplinkBytes> Read() const {
+    absl::StatusOr<std::vector<UplinkBytes>> counters = fabric_->UplinkCounters();
+    return counters.ok() ? *counters : std::vector<UplinkBytes>{};
+  }
+  const NetnsFabric* fabric_;
+  std::vector<UplinkBytes> last_;
+};
+
 // One cluster (one N of a sweep): start it - on loopback or in an emulated
 // cluster - submit, stop it. Returns the exit code.
 int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec,
@@ -68,11 +113,10 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
   std::unique_ptr<NetnsFabric> fabric;
   std::string deployment = absl::StrCat("local, ", workers, " workers on loopback");
   if (netns) {
-    const auto rate = static_cast<double>(spec.link_rate_bps());
     const std::string link =
         spec.link_rate_bps() == 0 ? "unlimited" : FormatLinkRate(spec.link_rate_bps());
     absl::StatusOr<std::unique_ptr<NetnsFabric>> created =
-        NetnsFabric::Create({servers + workers, rate, ""});
+        NetnsFabric::Create(FabricOptions(spec, servers, workers));
     if (!created.ok()) {
       std::cerr << "error: cannot build the emulated cluster: " << created.status().message()
                 << "\n";
@@ -81,14 +125,15 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
     fabric = std::move(*created);
     deployment = absl::StrCat("local, ", workers, " workers and ", servers,
                               " servers in network namespaces (", fabric->tag(), "), links ",
-                              link);
+                              link, ", fabric ", FabricSummary(spec.fabric()));
     std::cerr << "testbed local: emulated cluster " << fabric->tag() << ": " << servers + workers
               << " nodes on " << fabric->address_of(0) << "/24, each link "
-              << link << (spec.link_rate_bps() == 0 ? "" : " each way")
-              << std::endl;
+              << link << (spec.link_rate_bps() == 0 ? "" : " each way") << "; fabric "
+              << FabricSummary(spec.fabric()) << std::endl;
   }
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
       LocalCluster::Start({workers, servers, "", log_dir, fabric.get(), options.tls});
+  UplinkMeter uplinks(fabric.get());
   if (!cluster.ok()) {
     std::cerr << "error: " << cluster.status().message() << "\n";
     return 1;
@@ -101,7 +146,8 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
   LostDaemonWatchdog watchdog(c, [&] { interrupter.CancelCurrent(); });
   const absl::Status status =
       SubmitAndRecord(options.experiment, spec,
-                      {c.coordinator(), credentials, tls, /*wait_for_workers_s=*/30, deployment},
+                      {c.coordinator(), credentials, tls, /*wait_for_workers_s=*/30, deployment,
+                       [&](proto::ResultRow& row) { uplinks.Annotate(row); }},
                       tuning, interrupter, sink);
   int code = ExitCode(status, interrupter);
   watchdog.Stop();

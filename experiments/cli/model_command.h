@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/link_units.h"
+#include "experiments/cli/fabric_flags.h"
 #include "experiments/results/table.h"
 #include "proto/spec.h"
 #include "proto/vocabulary.pb.h"
@@ -28,6 +29,7 @@ struct ModelOptions {
   proto::Dtype::Kind dtype = proto::Dtype::float32;
   std::vector<std::string> algorithms;  // empty: ps and every all-reduce
   OutputFormat format = OutputFormat::kTable;
+  FabricFlags fabric;
 };
 
 CLI::App* AddModelCommand(CLI::App& app, ModelOptions& options);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "experiments/cli/auto_algorithms.h"
 #include "experiments/cli/experiment_client.h"
+#include "proto/fabric_spec.h"
 #include "proto/spec.h"
 
 namespace testbed {
@@ -23,10 +24,28 @@ std::optional<LinkModel> SpecLinkModel(const proto::ExperimentSpec& spec) {
   return LinkModel{ModelAlphaSeconds(spec), 8.0 / static_cast<double>(spec.link_rate_bps())};
 }
 
-void AddModelTime(const LinkModel& link, proto::ResultRow& row) {
-  if (const auto estimate = EstimateRow(row, link); estimate.ok()) {
-    row.set_model_time_us(estimate->time_s * 1e6);
+// The model's time for a row: on the spec's fabric where it has racks or a
+// host link of its own (every link's rate counts), else the flat model.
+void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
+                  proto::ResultRow& row) {
+  absl::StatusOr<CostEstimate> estimate = EstimateRow(row, link);
+  const proto::Fabric& fabric = spec.fabric();
+  const int n = static_cast<int>(row.workers());
+  const Collective* collective = FindCollective(row.algorithm());
+  if (estimate.ok() && collective != nullptr && (fabric.racks() > 1 || fabric.host_links_size() > 0) &&
+      ValidateFabric(fabric, n).ok()) {
+    const Placement placement = PlacementOf(fabric, n);
+    const LinkRates rates = LinkRatesOf(fabric, n, static_cast<double>(spec.link_rate_bps()));
+    const std::int64_t element = ElementBytes(spec);
+    estimate = collective->has_schedule()
+                   ? EstimateOnFabric(*collective, n, row.bytes(), element, link.alpha_s,
+                                      placement, rates)
+                   : EstimateParameterServerOnFabric(n, static_cast<int>(spec.servers()),
+                                                     row.bytes(), element, link.alpha_s,
+                                                     placement, rates,
+                                                     static_cast<double>(spec.link_rate_bps()));
   }
+  if (estimate.ok()) row.set_model_time_us(estimate->time_s * 1e6);
 }
 
 }  // namespace
@@ -69,7 +88,8 @@ absl::Status SubmitOnce(const ExperimentFlags& flags, const proto::ExperimentSpe
   absl::Status write_error;
   const auto record = [&](const proto::ResultRow& measured, grpc::ClientContext& context) {
     proto::ResultRow row = measured;
-    if (model) AddModelTime(*model, row);
+    if (model) AddModelTime(spec, *model, row);
+    if (target.annotate) target.annotate(row);
     if (auto it = chosen_by.find(row.bytes()); it != chosen_by.end()) {
       row.set_chosen_by(it->second);
     }

@@ -5,6 +5,8 @@
 // thread; a RowSink and the functions belong to the main thread.
 #pragma once
 
+#include <functional>
+
 #include <mutex>
 #include <string>
 
@@ -94,6 +96,9 @@ struct SubmissionTarget {
   Tls tls;
   int wait_for_workers_s = 30;
   std::string deployment;  // recorded with the results
+  // Called on each row as it arrives, before it is printed or recorded (the
+  // emulated cluster adds its uplinks' counters); may be empty.
+  std::function<void(proto::ResultRow&)> annotate = {};
 };
 
 // The rows `-a auto` fits its candidates to when --tuning names files: read,

@@ -3,6 +3,7 @@
 #include "allreduce/traffic.h"
 #include "experiments/cli/cli_common.h"
 #include "experiments/cli/setting_flags.h"
+#include "proto/fabric_spec.h"
 #include "proto/spec.h"
 
 namespace testbed {
@@ -19,10 +20,15 @@ CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
       ->delimiter(',')
       ->check(CollectiveValidator(Kinds::kScheduled));
   AddFormatFlag(*cmd, options.format);
+  AddFabricFlags(*cmd, options.fabric);
   cmd->footer(
       "Columns: total_bytes = payload sent by all ranks; max_rank_bytes = the busiest rank's\n"
-      "busier direction (its link's load); formula_* = the closed forms of docs/design.md.\n"
-      "Example: testbed traffic --workers 8 --bytes 64MiB --format csv");
+      "busier direction (its link's load); formula_* = the closed forms of docs/design.md\n"
+      "(formula_rounds -1: hierarchical's rounds depend on the rack shapes, ALGORITHMS.md);\n"
+      "racks, cross_rack_bytes = of total_bytes, those sent to another rack, and\n"
+      "max_uplink_bytes = the busiest uplink's busier direction (--racks or --fabric).\n"
+      "Example: testbed traffic --workers 8 --bytes 64MiB --format csv\n"
+      "         testbed traffic --workers 8 --racks 2 -a ring,hierarchical --placement packed");
   return cmd;
 }
 
@@ -35,22 +41,38 @@ int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& e
         << element << "-byte) elements\n";
     return 2;
   }
+  const absl::StatusOr<proto::Fabric> fabric = FabricFor(options.fabric, options.workers);
+  if (!fabric.ok()) {
+    err << "error: " << fabric.status().message() << "\n";
+    return 2;
+  }
+  const Placement placement = PlacementOf(*fabric, options.workers);
+  const int racks = placement.Racks(options.workers);
   std::vector<const Collective*> algorithms;
   for (const std::string& name : options.algorithms) algorithms.push_back(FindCollective(name));
   if (algorithms.empty()) {
-    for (const Collective* c : CollectivesOf(Kinds::kDefaultAllReduce)) {
+    for (const Collective* c :
+         CollectivesOf(racks > 1 ? Kinds::kAllReduce : Kinds::kDefaultAllReduce)) {
       if (c->has_schedule()) algorithms.push_back(c);
     }
   }
 
   Table table({"algorithm", "workers", "bytes", "total_bytes", "max_rank_bytes", "rounds",
-               "formula_bytes", "formula_rounds", "formula"});
+               "formula_bytes", "formula_rounds", "racks", "cross_rack_bytes",
+               "max_uplink_bytes", "formula"});
   for (const Collective* c : algorithms) {
-    const TrafficSummary t = CountTraffic(*c, options.workers, bytes, element);
+    const TrafficSummary t = CountTraffic(*c, options.workers, bytes, element, 0, placement);
+    std::int64_t max_uplink = 0;
+    for (const UplinkTraffic& u : t.per_rack) {
+      if (racks > 1) max_uplink = std::max({max_uplink, u.bytes_up, u.bytes_down});
+    }
     table.AddRow({std::string(c->name), std::int64_t{options.workers}, bytes, t.total_bytes,
                   t.max_rank_bytes, std::int64_t{t.rounds},
                   c->formula_bytes(options.workers, bytes),
-                  std::int64_t{c->formula_rounds(options.workers)}, std::string(c->formula)});
+                  c->needs_racks && racks > 1 ? std::int64_t{-1}
+                                              : std::int64_t{c->formula_rounds(options.workers)},
+                  std::int64_t{racks},
+                  t.cross_rack_bytes, max_uplink, std::string(c->formula)});
   }
   table.Print(options.format, out);
   return 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ostream>
+#include "experiments/cli/fabric_flags.h"
 #include "experiments/results/table.h"
 #include "proto/vocabulary.pb.h"
 #include <string>
@@ -19,6 +20,7 @@ struct TrafficOptions {
   proto::Dtype::Kind dtype = proto::Dtype::float32;
   std::vector<std::string> algorithms;  // empty: all four
   OutputFormat format = OutputFormat::kTable;
+  FabricFlags fabric;
 };
 
 CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options);

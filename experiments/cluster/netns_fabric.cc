@@ -134,13 +134,18 @@ absl::StatusOr<int> FreeSubnet() {
   return absl::ResourceExhaustedError("no free 10.213.K.0/24 subnet for an emulated cluster");
 }
 
+// The hub's bridge of rack `rack`.
+std::string RackBridge(int rack) { return absl::StrCat("r", rack); }
+
 std::string RateArg(double bps) { return absl::StrCat(static_cast<std::int64_t>(std::llround(bps)), "bit"); }
 
 // Both directions of one node's link: egress of the node's eth0 (what it
 // sends) and egress of the bridge port facing it (what it receives).
 std::vector<std::vector<std::string>> LimitCommands(const std::string& node_ns,
                                                     const std::string& hub_ns,
-                                                    const std::string& hub_port, double bps) {
+                                                    const std::string& hub_port, double bps,
+                                                    const std::string& node_device =
+                                                        NetnsFabric::kNodeDevice) {
   const std::string rate = RateArg(bps);
   const std::string burst = absl::StrCat(TbfBurstBytes(bps));
   // latency: how long a packet may wait in the bucket's queue (its length);
@@ -151,7 +156,7 @@ std::vector<std::vector<std::string>> LimitCommands(const std::string& node_ns,
                                     dev,    "root", "tbf", "rate",    rate,      "burst",
                                     burst,  "latency", "20ms"};
   };
-  return {tbf(node_ns, NetnsFabric::kNodeDevice), tbf(hub_ns, hub_port)};
+  return {tbf(node_ns, node_device), tbf(hub_ns, hub_port)};
 }
 
 class CreationLock {
@@ -211,6 +216,16 @@ absl::StatusOr<std::unique_ptr<NetnsFabric>> NetnsFabric::Create(
   if (options.link_rate_bps < 0 || !std::isfinite(options.link_rate_bps)) {
     return absl::InvalidArgumentError("the link rate must be positive");
   }
+  if (!options.rack_of_node.empty() &&
+      static_cast<int>(options.rack_of_node.size()) != options.nodes) {
+    return absl::InvalidArgumentError("the racks name a rack for every node, or none");
+  }
+  for (int rack : options.rack_of_node) {
+    if (rack >= static_cast<int>(options.uplink_rate_bps.size()) || rack < -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node in rack ", rack, " of ", options.uplink_rate_bps.size()));
+    }
+  }
   if (geteuid() != 0) {
     return absl::PermissionDeniedError(
         "--network netns needs root (it creates network namespaces, links and tc limits); run "
@@ -233,6 +248,7 @@ absl::Status NetnsFabric::Build(const NetnsFabricOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("bad set tag '", tag_, "' (tb<PID>[suffix])"));
   }
   nodes_ = options.nodes;
+  racks_ = static_cast<int>(options.uplink_rate_bps.size());
   hub_ = tag_ + "-hub";
   harness_link_ = tag_ + "h";
   absl::StatusOr<int> subnet = FreeSubnet();
@@ -250,9 +266,16 @@ absl::Status NetnsFabric::Build(const NetnsFabricOptions& options) {
       {kIp, "addr", "add", harness_address_ + "/24", "dev", harness_link_},
       {kIp, "link", "set", harness_link_, "up"},
   };
+  if (absl::Status st = BuildRacks(options, commands); !st.ok()) return st;
   for (int i = 0; i < nodes_; ++i) {
     const std::string ns = absl::StrCat(tag_, "-n", i);
     const std::string port = absl::StrCat("n", i);
+    const int rack = options.rack_of_node.empty() ? -1 : options.rack_of_node[i];
+    const std::string bridge = rack < 0 ? kBridge : RackBridge(rack);
+    const double rate = static_cast<std::size_t>(i) < options.node_rate_bps.size() &&
+                                options.node_rate_bps[i] > 0
+                            ? options.node_rate_bps[i]
+                            : options.link_rate_bps;
     node_namespaces_.push_back(ns);
     node_addresses_.push_back(absl::StrCat(net, i + 1));
     std::vector<std::vector<std::string>> node = {
@@ -260,12 +283,12 @@ absl::Status NetnsFabric::Build(const NetnsFabricOptions& options) {
         {kIp, "-n", ns, "link", "set", "lo", "up"},
         {kIp, "-n", ns, "link", "add", kNodeDevice, "type", "veth", "peer", "name", port, "netns",
          hub_},
-        {kIp, "-n", hub_, "link", "set", port, "master", kBridge, "up"},
+        {kIp, "-n", hub_, "link", "set", port, "master", bridge, "up"},
         {kIp, "-n", ns, "addr", "add", node_addresses_.back() + "/24", "dev", kNodeDevice},
         {kIp, "-n", ns, "link", "set", kNodeDevice, "up"},
     };
-    if (options.link_rate_bps > 0) {
-      for (auto& limit : LimitCommands(ns, hub_, port, options.link_rate_bps)) {
+    if (rate > 0) {
+      for (auto& limit : LimitCommands(ns, hub_, port, rate)) {
         node.push_back(std::move(limit));
       }
     }
@@ -275,6 +298,52 @@ absl::Status NetnsFabric::Build(const NetnsFabricOptions& options) {
     if (absl::Status st = RunTool(command); !st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+absl::Status NetnsFabric::BuildRacks(const NetnsFabricOptions& options,
+                                     std::vector<std::vector<std::string>>& commands) const {
+  const int racks = static_cast<int>(options.uplink_rate_bps.size());
+  for (int r = 0; r < racks; ++r) {
+    const std::string bridge = RackBridge(r);
+    const std::string up = absl::StrCat("u", r);
+    const std::string down = absl::StrCat("s", r);
+    std::vector<std::vector<std::string>> rack = {
+        {kIp, "-n", hub_, "link", "add", bridge, "type", "bridge"},
+        {kIp, "-n", hub_, "link", "set", bridge, "up"},
+        {kIp, "-n", hub_, "link", "add", up, "type", "veth", "peer", "name", down},
+        {kIp, "-n", hub_, "link", "set", up, "master", bridge, "up"},
+        {kIp, "-n", hub_, "link", "set", down, "master", kBridge, "up"},
+    };
+    if (options.uplink_rate_bps[r] > 0) {
+      // Both ends of the pair live in the hub: each end's egress is one direction.
+      for (auto& limit : LimitCommands(hub_, hub_, down, options.uplink_rate_bps[r], up)) {
+        rack.push_back(std::move(limit));
+      }
+    }
+    commands.insert(commands.end(), rack.begin(), rack.end());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<UplinkBytes>> NetnsFabric::UplinkCounters() const {
+  std::vector<UplinkBytes> counters;
+  for (int r = 0; r < racks_; ++r) {
+    UplinkBytes bytes;
+    for (const auto& [device, field] :
+         {std::pair{absl::StrCat("u", r), &bytes.up}, std::pair{absl::StrCat("s", r), &bytes.down}}) {
+      absl::StatusOr<std::string> stats =
+          RunToolOutput({kIp, "-n", hub_, "-s", "-j", "link", "show", "dev", device});
+      if (!stats.ok()) return stats.status();
+      // ..."stats64":{"rx":{"bytes":N,...},"tx":{"bytes":N,...: the tx bytes.
+      const std::size_t tx = stats->find("\"tx\":{\"bytes\":");
+      if (tx == std::string::npos) {
+        return absl::InternalError(absl::StrCat("no tx bytes for ", device, " in: ", *stats));
+      }
+      *field = std::stoull(stats->substr(tx + 14));
+    }
+    counters.push_back(bytes);
+  }
+  return counters;
 }
 
 std::vector<std::string> NetnsFabric::ExecPrefix(int node) const {

@@ -10,6 +10,14 @@
 //                                        br0 --- n<i> (tbf: in) ===== eth0 (tbf: out)
 //                                                                      10.213.K.<i+1>
 //
+// With racks (proto/fabric.proto), br0 is the spine: each rack is a bridge
+// r<R> of its own in the hub, joined to br0 by one veth pair - u<R> on the
+// rack's side, s<R> on the spine's - whose tbf limits are the rack's uplink
+// (u<R>'s egress carries the rack's traffic up, s<R>'s the traffic down).
+// Nodes of a rack hang off r<R>; nodes on the spine (the servers) and the
+// harness off br0. Every bridge is one L2 segment, so the addresses stay one
+// /24 and the cross-rack flows of a rack really share its uplink.
+//
 // The bridge lives in its own namespace, so the host's firewall and bridge
 // netfilter never see the traffic; the root namespace gets only the harness's
 // unlimited control link, through which `testbed local` reaches the
@@ -35,6 +43,17 @@ struct NetnsFabricOptions {
   int nodes = 1;
   double link_rate_bps = 0;  // each node's link, each direction; 0 = unlimited
   std::string owner_tag;     // default "tb<pid>": names the set; tests use their own
+  // Racks: the rack of each node (-1: on the spine); empty, one bridge for all.
+  std::vector<int> rack_of_node = {};
+  std::vector<double> uplink_rate_bps = {};  // per rack, each direction; 0 = unlimited
+  std::vector<double> node_rate_bps = {};    // per node, where > 0 instead of link_rate_bps
+};
+
+// The payload and headers that crossed one rack's uplink, as its veth pair
+// counted them.
+struct UplinkBytes {
+  std::uint64_t up = 0;    // from the rack to the spine
+  std::uint64_t down = 0;  // from the spine into the rack
 };
 
 class NetnsFabric {
@@ -60,6 +79,10 @@ class NetnsFabric {
   // remounted there so the node's own interface counters are what it reads.
   std::vector<std::string> ExecPrefix(int node) const;
 
+  int racks() const { return racks_; }
+  // Each rack's uplink counters now (since it was built), in rack order.
+  absl::StatusOr<std::vector<UplinkBytes>> UplinkCounters() const;
+
   // Deletes the namespaces (their links go with them) and the harness link.
   // Idempotent; errors are ignored (whatever is left is stale for the next run).
   void Destroy();
@@ -68,7 +91,11 @@ class NetnsFabric {
   NetnsFabric() = default;
   absl::Status Build(const NetnsFabricOptions& options);
 
+  absl::Status BuildRacks(const NetnsFabricOptions& options,
+                          std::vector<std::vector<std::string>>& commands) const;
+
   int nodes_ = 0;
+  int racks_ = 0;
   std::string tag_;
   std::string hub_;
   std::string harness_link_;

@@ -16,11 +16,13 @@
 #include <vector>
 
 #include "experiments/cluster/netns_fabric.h"
+#include "tests/netns_probe.h"
 #include "tests/process_runner.h"
 
 namespace testbed {
 namespace {
 
+using testing::CanBuildNamespaces;
 using testing::JsonField;
 using testing::Lines;
 using testing::TempDir;
@@ -36,14 +38,6 @@ std::vector<std::string> Leftovers(const std::string& tag) {
   }
   if (std::filesystem::exists("/sys/class/net/" + tag + "h")) found.push_back("link " + tag + "h");
   return found;
-}
-
-// Root and a kernel that lets us make namespaces; else the suite is skipped.
-bool CanBuildNamespaces() {
-  if (geteuid() != 0) return false;
-  const std::string probe = "tbprobe" + std::to_string(getpid());
-  if (std::system(("ip netns add " + probe + " 2>/dev/null").c_str()) != 0) return false;
-  return std::system(("ip netns del " + probe).c_str()) == 0;
 }
 
 class NetnsTest : public ::testing::Test {

@@ -21,12 +21,14 @@
 
 #include "experiments/cluster/local_cluster.h"
 #include "proto/training.pb.h"
+#include "tests/netns_probe.h"
 #include "tests/process_runner.h"
 #include "worker/train/dataset.h"
 
 namespace testbed {
 namespace {
 
+using testing::CanBuildNamespaces;
 namespace fs = std::filesystem;
 using testing::TestbedProcess;
 
@@ -187,14 +189,6 @@ TEST_F(TrainDaemons, AKilledWorkerFailsTheRunNamingItsRank) {
   EXPECT_NE(report.find("was killed by signal 9"), std::string::npos) << report;
   const std::vector<pid_t> survivors = testing::Survivors(pids->all(), std::chrono::seconds(10));
   EXPECT_TRUE(survivors.empty()) << "survived: " << ::testing::PrintToString(survivors);
-}
-
-// Root and a kernel that lets us make namespaces; else the case is skipped.
-bool CanBuildNamespaces() {
-  if (geteuid() != 0) return false;
-  const std::string probe = "tbtrain" + std::to_string(getpid());
-  if (std::system(("ip netns add " + probe + " 2>/dev/null").c_str()) != 0) return false;
-  return std::system(("ip netns del " + probe).c_str()) == 0;
 }
 
 TEST_F(TrainDaemons, TheEmulatedClusterTrainsAcrossRateLimitedLinks) {

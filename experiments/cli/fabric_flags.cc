@@ -1,0 +1,125 @@
+#include "experiments/cli/fabric_flags.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/limits.h"
+#include "common/link_units.h"
+#include "experiments/cli/setting_flags.h"
+#include "experiments/cli/spec_file.h"
+#include "proto/fabric_spec.h"
+
+namespace testbed {
+namespace {
+
+// "3=25mbit": worker 3's host link at 25 Mbit/s.
+absl::StatusOr<proto::HostLink> ParseHostLink(std::string_view text) {
+  const std::string owned(text);
+  const std::vector<std::string> parts = absl::StrSplit(owned, absl::MaxSplits('=', 1));
+  std::uint32_t worker = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &worker)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("write WORKER=RATE (3=25mbit), not '", std::string(text), "'"));
+  }
+  absl::StatusOr<std::uint64_t> rate = ParseLinkRateBps(parts[1]);
+  if (!rate.ok()) return rate.status();
+  proto::HostLink link;
+  link.set_worker(worker);
+  link.set_link_rate_bps(*rate);
+  return link;
+}
+
+absl::StatusOr<double> ParseRatio(std::string_view text) {
+  double ratio = 0;
+  if (!absl::SimpleAtod(std::string(text), &ratio) || !(ratio > 0) || ratio > 1e6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an oversubscription is a ratio above 0 (4 for 4:1), not '",
+                     std::string(text), "'"));
+  }
+  return ratio;
+}
+
+}  // namespace
+
+void AddFabricFlags(CLI::App& cmd, FabricFlags& f) {
+  cmd.add_option("--fabric", f.file,
+                 "Racks, uplinks, placement and slower host links in protobuf text format "
+                 "(experiments/fabrics/*.textproto; docs/fabrics.md); the flags below override "
+                 "its fields. Default: one flat switch")
+      ->check(CLI::ExistingFile);
+  cmd.add_option_function<std::uint32_t>(
+         "--racks", [&f](std::uint32_t racks) { f.given.set_racks(racks); },
+         "Racks the workers sit in, each behind one uplink to a spine (1: the flat switch)")
+      ->check(CLI::Range(1, kMaxWorkers));
+  cmd.add_option_function<std::uint32_t>(
+         "--hosts-per-rack", [&f](std::uint32_t hosts) { f.given.set_hosts_per_rack(hosts); },
+         "Hosts in each rack (default: the workers dealt evenly over the racks)")
+      ->check(CLI::Range(1, kMaxWorkers));
+  AddParsedOption(cmd, "--oversubscription",
+                  "Each rack's bandwidth over its uplink's: 4 gives a rack of k hosts at the "
+                  "link rate an uplink of k x rate / 4",
+                  "RATIO", [&f](const std::string& text) -> std::string {
+                    absl::StatusOr<double> ratio = ParseRatio(text);
+                    if (!ratio.ok()) return std::string(ratio.status().message());
+                    f.given.set_oversubscription(*ratio);
+                    ++f.uplink_flags;
+                    return "";
+                  });
+  AddParsedOption(cmd, "--uplink-rate", "Each rack's uplink rate, both directions (1gbit)",
+                  "RATE", [&f](const std::string& text) -> std::string {
+                    absl::StatusOr<std::uint64_t> rate = ParseLinkRateBps(text);
+                    if (!rate.ok()) return std::string(rate.status().message());
+                    f.given.set_uplink_rate_bps(*rate);
+                    ++f.uplink_flags;
+                    return "";
+                  });
+  AddParsedOption(cmd, "--placement",
+                  "How ranks sit in racks: packed (rack by rack) or round-robin (rank r in "
+                  "rack r mod racks)",
+                  "WORD", [&f](const std::string& text) -> std::string {
+                    const auto kind = ParseEnumText<proto::RankPlacement::Kind>(text);
+                    if (!kind) {
+                      return "unknown value '" + text + "' (choose from " +
+                             EnumTexts<proto::RankPlacement::Kind>() + ")";
+                    }
+                    f.given.set_placement(*kind);
+                    f.placement_given = true;
+                    return "";
+                  });
+  AddParsedOption(cmd, "--host-link",
+                  "A slower (or faster) link for one worker's host, WORKER=RATE (3=25mbit); "
+                  "repeat for more",
+                  "WORKER=RATE", [&f](const std::string& text) -> std::string {
+                    absl::StatusOr<proto::HostLink> link = ParseHostLink(text);
+                    if (!link.ok()) return std::string(link.status().message());
+                    *f.given.add_host_links() = *link;
+                    return "";
+                  })
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+absl::StatusOr<proto::Fabric> BuildFabric(const FabricFlags& f, proto::Fabric base) {
+  if (f.uplink_flags > 1) {
+    return absl::InvalidArgumentError("give --uplink-rate or --oversubscription, not both");
+  }
+  if (!f.file.empty()) {
+    base.Clear();
+    if (absl::Status st = ReadSpecFileInto(f.file, base, "fabric"); !st.ok()) return st;
+  }
+  if (f.given.racks() != 0) base.set_racks(f.given.racks());
+  if (f.given.hosts_per_rack() != 0) base.set_hosts_per_rack(f.given.hosts_per_rack());
+  if (f.given.has_uplink_rate_bps()) base.set_uplink_rate_bps(f.given.uplink_rate_bps());
+  if (f.given.has_oversubscription()) base.set_oversubscription(f.given.oversubscription());
+  if (f.placement_given) base.set_placement(f.given.placement());
+  for (const proto::HostLink& link : f.given.host_links()) *base.add_host_links() = link;
+  return base;
+}
+
+absl::StatusOr<proto::Fabric> FabricFor(const FabricFlags& flags, int workers) {
+  absl::StatusOr<proto::Fabric> fabric = BuildFabric(flags);
+  if (!fabric.ok()) return fabric.status();
+  if (absl::Status st = ValidateFabric(*fabric, workers); !st.ok()) return st;
+  return fabric;
+}
+
+}  // namespace testbed

@@ -1,0 +1,37 @@
+// The fabric spec (proto/fabric.proto) read once: checked against the workers
+// of an experiment, and turned into what the core and the emulated cluster
+// take - the placement of ranks in racks (allreduce/placement.h) and every
+// link's rate.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "allreduce/cost_model.h"
+#include "allreduce/placement.h"
+#include "proto/fabric.pb.h"
+
+namespace testbed {
+
+// Refuses, naming the field and its value: more racks than workers (a rack
+// would be empty), hosts for fewer than `workers`, an oversubscription <= 0,
+// a host link for a worker outside 0..workers-1 or at rate 0, a rack count
+// past kMaxWorkers.
+absl::Status ValidateFabric(const proto::Fabric& fabric, int workers);
+
+// The rack of each of `workers` ranks (the flat switch when racks <= 1).
+// `fabric` must pass ValidateFabric.
+Placement PlacementOf(const proto::Fabric& fabric, int workers);
+
+// Every link's rate in bit/s, 0 for unlimited: each rank's host link (the
+// experiment's `host_link_bps` unless a host link overrides it) and each
+// rack's uplink (none on the flat switch).
+LinkRates LinkRatesOf(const proto::Fabric& fabric, int workers, double host_link_bps);
+
+// "2 racks x 4, 4:1 uplinks, packed", for tables and logs; "flat" for one switch.
+std::string FabricSummary(const proto::Fabric& fabric);
+
+}  // namespace testbed
