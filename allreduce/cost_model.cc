@@ -149,33 +149,58 @@ CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t byte
 CostEstimate EstimateParameterServerOnFabric(int workers, int servers, std::int64_t bytes,
                                              std::int64_t element_size, double alpha_s,
                                              const Placement& placement, const LinkRates& rates,
-                                             double server_bps) {
-  const std::int64_t slice = LargestShardBytes(bytes, servers, element_size);
-  const std::int64_t chunk = std::min(
-      slice, std::max<std::int64_t>(element_size, kParameterServerChunkBytes / element_size *
-                                                      element_size));
-  // Round 1: the first chunk of every push; round 2: the rest, and the values.
-  const std::int64_t worker_bytes[2] = {chunk, bytes};
-  const std::int64_t shard_bytes[2] = {workers * chunk, workers * slice};
-  std::vector<int> rack_workers(static_cast<std::size_t>(placement.Racks(workers)), 0);
-  for (int w = 0; w < workers; ++w) ++rack_workers[static_cast<std::size_t>(placement.RackOf(w))];
+                                             const ServerSites& sites) {
+  // Nodes: worker w on node w; shard s on node s (colocated) or on node
+  // workers + s, on the spine (rack -1), behind a link of sites.server_bps.
+  const int nodes = sites.colocated ? workers : workers + servers;
+  const auto node_of_shard = [&](int s) { return sites.colocated ? s : workers + s; };
+  const auto rack_of = [&](int node) { return node < workers ? placement.RackOf(node) : -1; };
+  const auto rate_of = [&](int node) {
+    if (node >= workers) return sites.server_bps;
+    return static_cast<std::size_t>(node) < rates.host_bps.size() ? rates.host_bps[node] : 0.0;
+  };
+  const std::int64_t count = bytes / element_size;
+  const std::int64_t chunk_elements =
+      std::max<std::int64_t>(1, kParameterServerChunkBytes / element_size);
   CostEstimate e;
   e.rounds = 2;
+  // Round 1: the first chunk of every push; round 2: the rest of the pushes,
+  // and all the values.
   for (int round = 0; round < 2; ++round) {
-    double slowest = LinkSeconds(shard_bytes[round], server_bps);
-    std::int64_t slowest_bytes = shard_bytes[round];
+    std::vector<std::int64_t> out(static_cast<std::size_t>(nodes)), in(out.size());
+    std::vector<std::int64_t> up(rates.uplink_bps.size()), down(up.size());
+    const auto flow = [&](int from, int to, std::int64_t b) {
+      if (from == to || b == 0) return;  // a colocated shard's own worker: no wire
+      out[static_cast<std::size_t>(from)] += b;
+      in[static_cast<std::size_t>(to)] += b;
+      const int a = rack_of(from), z = rack_of(to);
+      if (a == z || up.empty()) return;
+      if (a >= 0) up[static_cast<std::size_t>(a)] += b;
+      if (z >= 0) down[static_cast<std::size_t>(z)] += b;
+    };
+    for (int s = 0; s < servers; ++s) {
+      const std::int64_t slice = ChunkOf(count, servers, s).count * element_size;
+      const std::int64_t first = std::min(slice, chunk_elements * element_size);
+      for (int w = 0; w < workers; ++w) {
+        flow(w, node_of_shard(s), round == 0 ? first : slice - first);
+        if (round == 1) flow(node_of_shard(s), w, slice);
+      }
+    }
+    double slowest = 0;
+    std::int64_t slowest_bytes = 0;
     const auto consider = [&](std::int64_t b, double bps) {
-      if (LinkSeconds(b, bps) > slowest) {
+      if (LinkSeconds(b, bps) > slowest || (slowest == 0 && b > slowest_bytes)) {
         slowest = LinkSeconds(b, bps);
         slowest_bytes = b;
       }
     };
-    for (int w = 0; w < workers; ++w) {
-      const auto r = static_cast<std::size_t>(w);
-      consider(worker_bytes[round], r < rates.host_bps.size() ? rates.host_bps[r] : 0);
+    for (int node = 0; node < nodes; ++node) {
+      consider(out[static_cast<std::size_t>(node)], rate_of(node));
+      consider(in[static_cast<std::size_t>(node)], rate_of(node));
     }
-    for (std::size_t r = 0; r < rack_workers.size() && r < rates.uplink_bps.size(); ++r) {
-      consider(rack_workers[r] * worker_bytes[round], rates.uplink_bps[r]);
+    for (std::size_t r = 0; r < up.size(); ++r) {
+      consider(up[r], rates.uplink_bps[r]);
+      consider(down[r], rates.uplink_bps[r]);
     }
     e.round_bottleneck_bytes.push_back(slowest_bytes);
     e.bottleneck_bytes += slowest_bytes;

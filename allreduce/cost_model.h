@@ -84,17 +84,25 @@ inline constexpr std::int64_t kParameterServerChunkBytes = 1 << 20;
 CostEstimate EstimateParameterServer(int workers, int servers, std::int64_t bytes,
                                      std::int64_t element_size, const LinkModel& link);
 
-// The parameter server on a fabric, its shards on the spine, each behind a
-// link of `server_bps`: the same two rounds, each lasting alpha plus its
-// slowest link - a shard's (as above), a worker's (its first chunk out, then
-// the rest of its push out and all of its values in), or a rack's uplink (its
-// workers' pushes up, their values down). With every link at one rate B and
-// S = k shards this is BytePS's max(M/B, N·M/(k·B)) per step, plus the first
-// chunk's round.
+// Where the parameter server's shards sit on a fabric: on the spine, each
+// behind its own link of `server_bps` (BytePS's dedicated servers), or shard s
+// on worker s's host, sharing its link and rack (colocated; S <= N).
+struct ServerSites {
+  double server_bps = 0;
+  bool colocated = false;
+};
+
+// The parameter server on a fabric: the same two rounds, each lasting alpha
+// plus its slowest link - a host's (a worker's push out and values in, and a
+// colocated shard's pushes in and values out), a dedicated shard's, or a
+// rack's uplink (flows between racks; the spine is none). A colocated shard's
+// own worker moves nothing on the wire. With every link at one rate B and
+// k = N dedicated shards this is BytePS's max(M/B, N·M/(k·B)) per step, plus
+// the first chunk's round; colocated, 2(N-1)/N·M/B, the ring's.
 CostEstimate EstimateParameterServerOnFabric(int workers, int servers, std::int64_t bytes,
                                              std::int64_t element_size, double alpha_s,
                                              const Placement& placement, const LinkRates& rates,
-                                             double server_bps);
+                                             const ServerSites& sites);
 
 // ps (S = servers) or an all-reduce collective by name.
 absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int workers,

@@ -94,6 +94,8 @@ LinkRates LinkRatesOf(const proto::Fabric& fabric, int workers, double host_link
   LinkRates rates;
   rates.host_bps.assign(static_cast<std::size_t>(workers), host_link_bps);
   for (const proto::HostLink& link : fabric.host_links()) {
+    // Unchecked against these workers (ValidateFabric): ignored, never written past the end.
+    if (link.worker() >= rates.host_bps.size()) continue;
     rates.host_bps[link.worker()] = static_cast<double>(link.link_rate_bps());
   }
   if (Flat(fabric)) return rates;
@@ -111,8 +113,14 @@ LinkRates LinkRatesOf(const proto::Fabric& fabric, int workers, double host_link
   return rates;
 }
 
+ServerSites ServerSitesOf(const proto::Fabric& fabric, double link_bps) {
+  return {link_bps, fabric.servers() == proto::ServerPlacement::colocated};
+}
+
 std::string FabricSummary(const proto::Fabric& fabric) {
-  if (Flat(fabric)) return "flat";
+  const std::string servers =
+      fabric.servers() == proto::ServerPlacement::colocated ? ", servers colocated" : "";
+  if (Flat(fabric)) return "flat" + servers;
   std::string text = absl::StrCat(fabric.racks(), " racks");
   if (fabric.hosts_per_rack() > 0) absl::StrAppend(&text, " x ", fabric.hosts_per_rack());
   switch (fabric.uplink_case()) {
@@ -128,7 +136,7 @@ std::string FabricSummary(const proto::Fabric& fabric) {
   absl::StrAppend(&text, ", ", fabric.placement() == proto::RankPlacement::round_robin
                                    ? "round-robin"
                                    : "packed");
-  return text;
+  return text + servers;
 }
 
 }  // namespace testbed

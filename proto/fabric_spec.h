@@ -31,6 +31,10 @@ Placement PlacementOf(const proto::Fabric& fabric, int workers);
 // rack's uplink (none on the flat switch).
 LinkRates LinkRatesOf(const proto::Fabric& fabric, int workers, double host_link_bps);
 
+// Where the shards sit, for the cost model: `link_bps` is a dedicated
+// shard's link (the experiment's link rate).
+ServerSites ServerSitesOf(const proto::Fabric& fabric, double link_bps);
+
 // "2 racks x 4, 4:1 uplinks, packed", for tables and logs; "flat" for one switch.
 std::string FabricSummary(const proto::Fabric& fabric);
 

@@ -181,6 +181,16 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
   if (absl::Status st = ValidateFabric(spec.fabric(), static_cast<int>(spec.workers())); !st.ok()) {
     return st;
   }
+  if (spec.fabric().servers() == proto::ServerPlacement::colocated && UsesParameterServer(spec)) {
+    for (int n : spec.worker_counts().empty()
+                     ? std::vector<int>{static_cast<int>(spec.workers())}
+                     : std::vector<int>(spec.worker_counts().begin(), spec.worker_counts().end())) {
+      if (static_cast<int>(spec.servers()) > n) {
+        return Bad("servers colocated with the workers need servers <= workers, not ",
+                   spec.servers(), " servers for ", n, " workers");
+      }
+    }
+  }
   for (std::uint32_t n : spec.worker_counts()) {
     if (n < 1 || n > static_cast<std::uint32_t>(kMaxWorkers)) continue;  // refused where swept
     if (absl::Status st = ValidateFabric(spec.fabric(), static_cast<int>(n)); !st.ok()) {

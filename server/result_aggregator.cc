@@ -15,6 +15,13 @@
 namespace testbed {
 namespace {
 
+// The nearest-rank median (the smaller middle one of an even count), 0 when empty.
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[(values.size() - 1) / 2];
+}
+
 // The row's fabric and the payload that crossed racks, from the schedules and
 // the placement; ps's shards sit on the spine, so each push and value crosses
 // its worker's uplink.
@@ -26,12 +33,28 @@ void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& colle
   if (racks < 2) return;
   std::vector<UplinkTraffic> uplinks(static_cast<std::size_t>(racks));
   if (collective.runs_on_parameter_server()) {
-    for (int w = 0; w < n; ++w) {
-      UplinkTraffic& u = uplinks[static_cast<std::size_t>(placement.RackOf(w))];
-      u.bytes_up += bytes;
-      u.bytes_down += bytes;
+    // Worker w pushes shard s its slice and gets the slice's values back; a
+    // shard on the spine is in no rack, a colocated one in its worker's.
+    const bool colocated = spec.fabric().servers() == proto::ServerPlacement::colocated;
+    const auto servers = static_cast<int>(spec.servers());
+    const std::int64_t element = ElementBytes(spec);
+    std::uint64_t cross = 0;
+    for (int s = 0; s < servers; ++s) {
+      const std::int64_t slice = ChunkOf(bytes / element, servers, s).count * element;
+      const int shard_rack = colocated ? placement.RackOf(s) : -1;
+      for (int w = 0; w < n; ++w) {
+        const int rack = placement.RackOf(w);
+        if (rack == shard_rack) continue;
+        uplinks[static_cast<std::size_t>(rack)].bytes_up += slice;
+        uplinks[static_cast<std::size_t>(rack)].bytes_down += slice;
+        if (shard_rack >= 0) {
+          uplinks[static_cast<std::size_t>(shard_rack)].bytes_up += slice;
+          uplinks[static_cast<std::size_t>(shard_rack)].bytes_down += slice;
+        }
+        cross += 2 * static_cast<std::uint64_t>(slice);
+      }
     }
-    row.set_cross_rack_theory_bytes(2 * static_cast<std::uint64_t>(n) * bytes);
+    row.set_cross_rack_theory_bytes(cross);
   } else {
     const TrafficSummary t = CountTraffic(collective, n, bytes, ElementBytes(spec), 0, placement);
     uplinks = t.per_rack;
@@ -81,7 +104,12 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_memory(first.memory());
   row.set_gpu_path(first.gpu_path());
 
-  // Per iteration, the slowest rank's time: the collective's.
+  // Each rank's own median, then per iteration the slowest rank's time: the
+  // collective's.
+  for (const proto::RankResult& result : by_rank) {
+    row.add_rank_time_us_p50(static_cast<std::uint64_t>(std::llround(Median(
+        std::vector<double>(result.iteration_us().begin(), result.iteration_us().end())))));
+  }
   std::vector<double> times(iterations, 0.0);
   for (int i = 0; i < iterations; ++i) {
     for (const proto::RankResult& result : by_rank) {

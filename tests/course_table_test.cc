@@ -60,6 +60,23 @@ TEST(CourseTableTest, OneSectionPerNAndSizeWithEveryColumn) {
   EXPECT_NE(table.find("1.000 Gbit/s"), std::string::npos) << table;
 }
 
+// A slow host (worker 2's link at a quarter of the rate): its row names rank 2
+// and how far behind the fastest it was; rows whose ranks agree stay out.
+TEST(CourseTableTest, RanksMoreThanTenPercentApartAreNamedSlowestFirst) {
+  proto::ResultRow slow = ModelRow("ps", 4, 4 * kMiB, 4);
+  slow.set_fabric("flat");
+  for (std::uint64_t us : {1908000, 1707000, 2494000, 1774000}) slow.add_rank_time_us_p50(us);
+  proto::ResultRow even = ModelRow("ring", 4, 4 * kMiB);
+  for (std::uint64_t us : {1000000, 1050000, 1020000, 1090000}) even.add_rank_time_us_p50(us);
+  const std::string table = Table({slow, even});
+  EXPECT_NE(table.find("## Ranks apart"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 4 | 4.0 MiB | ps | flat | 2 | 2.49 s | 1 | 1.71 s | 1.46× |"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("| ring | flat |"), std::string::npos) << table;
+  EXPECT_EQ(Table({even}).find("## Ranks apart"), std::string::npos);
+}
+
 TEST(CourseTableTest, ParameterServerNamesItsShardsAndShowsWireBytes) {
   proto::ResultRow ps = ModelRow("ps", 4, 16 * kMiB, /*servers=*/2);
   ps.set_wire_bytes_sent_total(65 * kMiB);      // the pushes

@@ -114,14 +114,30 @@ TEST(FabricModel, ASlowHostLinkDecidesEveryRingRoundAndItsOwnPsShare) {
   const CostEstimate ring = EstimateOnFabric(*FindCollective("ring"), 4, 16 << 20, 4, 0,
                                              Placement::Flat(), rates);
   EXPECT_NEAR(ring.time_s, 6 * 8 * (kM / 4) / 25e6, 1e-9);
+  // Its first chunks to the 4 shards, then its values in (16 MiB) over its rest out.
   const CostEstimate ps = EstimateParameterServerOnFabric(4, 4, 16 << 20, 4, 0, Placement::Flat(),
-                                                          rates, 100e6);
-  EXPECT_NEAR(ps.time_s, 8 * (1 << 20) / 25e6 + 8 * kM / 25e6, 1e-9);
-  // Every link at one rate, k = n shards: BytePS's M/B (plus the first chunk).
+                                                          rates, {100e6, false});
+  EXPECT_NEAR(ps.time_s, 8 * (4 << 20) / 25e6 + 8 * kM / 25e6, 1e-9);
+}
+
+// Every link at one rate B, N = 4, 16 MiB. k = 4 dedicated shards: the first
+// chunks (4 MiB into each shard), then M/B - BytePS's bound. Colocated, a
+// host carries its own push to the 3 other shards and its shard's values to
+// the 3 other workers: 3 MiB, then 9 + 12 MiB - the ring's 24 MiB in all.
+TEST(FabricModel, DedicatedShardsBeatColocatedOnesAsBytePSSays) {
+  constexpr double kMiB = 1 << 20;
   const LinkRates even{std::vector<double>(4, 100e6), {}};
+  const auto seconds = [](double bytes) { return 8 * bytes / 100e6; };
   EXPECT_NEAR(EstimateParameterServerOnFabric(4, 4, 16 << 20, 4, 0, Placement::Flat(), even,
-                                              100e6).time_s,
-              8 * 4.0 * (1 << 20) / 100e6 + 8 * kM / 100e6, 1e-9);
+                                              {100e6, false}).time_s,
+              seconds(4 * kMiB) + seconds(16 * kMiB), 1e-9);
+  EXPECT_NEAR(EstimateParameterServerOnFabric(4, 4, 16 << 20, 4, 0, Placement::Flat(), even,
+                                              {100e6, true}).time_s,
+              seconds(3 * kMiB) + seconds(21 * kMiB), 1e-9);
+  // One dedicated shard: N·M/S = 64 MiB through its link.
+  EXPECT_NEAR(EstimateParameterServerOnFabric(4, 1, 16 << 20, 4, 0, Placement::Flat(), even,
+                                              {100e6, false}).time_s,
+              seconds(4 * kMiB) + seconds(64 * kMiB), 1e-9);
 }
 
 TEST(FabricCli, TrafficCountsEachUplinkFromTheSchedules) {
@@ -168,6 +184,11 @@ TEST(FabricCli, EveryFabricFileParsesAndBadFlagsAreRefused) {
   const auto link = RunCli("traffic -n 8 --host-link three=1mbit");
   EXPECT_NE(link.second.find("write WORKER=RATE (3=25mbit), not 'three=1mbit'"),
             std::string::npos) << link.second;
+  const auto crowded = RunCli("local -n 2 --servers 4 --server-placement colocated -a ps");
+  EXPECT_EQ(crowded.first, 2) << crowded.second;
+  EXPECT_NE(crowded.second.find("servers colocated with the workers need servers <= workers, not "
+                                "4 servers for 2 workers"),
+            std::string::npos) << crowded.second;
   const auto loopback = RunCli("local -n 2 --racks 2 --oversubscription 4");
   EXPECT_EQ(loopback.first, 2) << loopback.second;
   EXPECT_NE(loopback.second.find("uplink and host link rates need the netns network"),

@@ -86,6 +86,19 @@ void AddFabricFlags(CLI::App& cmd, FabricFlags& f) {
                     f.placement_given = true;
                     return "";
                   });
+  AddParsedOption(cmd, "--server-placement",
+                  "Where ps's shards run: spine (dedicated hosts, each behind its own link: "
+                  "BytePS's k dedicated servers) or colocated (shard s on worker s's host)",
+                  "WORD", [&f](const std::string& text) -> std::string {
+                    const auto kind = ParseEnumText<proto::ServerPlacement::Kind>(text);
+                    if (!kind) {
+                      return "unknown value '" + text + "' (choose from " +
+                             EnumTexts<proto::ServerPlacement::Kind>() + ")";
+                    }
+                    f.given.set_servers(*kind);
+                    f.servers_given = true;
+                    return "";
+                  });
   AddParsedOption(cmd, "--host-link",
                   "A slower (or faster) link for one worker's host, WORKER=RATE (3=25mbit); "
                   "repeat for more",
@@ -111,6 +124,7 @@ absl::StatusOr<proto::Fabric> BuildFabric(const FabricFlags& f, proto::Fabric ba
   if (f.given.has_uplink_rate_bps()) base.set_uplink_rate_bps(f.given.uplink_rate_bps());
   if (f.given.has_oversubscription()) base.set_oversubscription(f.given.oversubscription());
   if (f.placement_given) base.set_placement(f.given.placement());
+  if (f.servers_given) base.set_servers(f.given.servers());
   for (const proto::HostLink& link : f.given.host_links()) *base.add_host_links() = link;
   return base;
 }

@@ -60,17 +60,21 @@ namespace {
 
 // The emulated cluster's nodes: servers on the spine, worker i (rank i) in
 // its rack of the spec's fabric, each link at its rate.
+// Colocated, server s shares worker s's node and there are no server nodes.
 NetnsFabricOptions FabricOptions(const proto::ExperimentSpec& spec, int servers, int workers) {
-  NetnsFabricOptions options{servers + workers, static_cast<double>(spec.link_rate_bps()), ""};
+  const bool colocated = spec.fabric().servers() == proto::ServerPlacement::colocated;
+  const int server_nodes = colocated ? 0 : servers;
+  NetnsFabricOptions options{server_nodes + workers, static_cast<double>(spec.link_rate_bps()),
+                             ""};
   const Placement placement = PlacementOf(spec.fabric(), workers);
   const LinkRates rates =
       LinkRatesOf(spec.fabric(), workers, static_cast<double>(spec.link_rate_bps()));
-  options.node_rate_bps.assign(static_cast<std::size_t>(servers), 0);
+  options.node_rate_bps.assign(static_cast<std::size_t>(server_nodes), 0);
   options.node_rate_bps.insert(options.node_rate_bps.end(), rates.host_bps.begin(),
                                rates.host_bps.end());
   if (rates.uplink_bps.empty()) return options;
   options.uplink_rate_bps = rates.uplink_bps;
-  options.rack_of_node.assign(static_cast<std::size_t>(servers), -1);
+  options.rack_of_node.assign(static_cast<std::size_t>(server_nodes), -1);
   for (int w = 0; w < workers; ++w) options.rack_of_node.push_back(placement.RackOf(w));
   return options;
 }
@@ -126,13 +130,14 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
     deployment = absl::StrCat("local, ", workers, " workers and ", servers,
                               " servers in network namespaces (", fabric->tag(), "), links ",
                               link, ", fabric ", FabricSummary(spec.fabric()));
-    std::cerr << "testbed local: emulated cluster " << fabric->tag() << ": " << servers + workers
+    std::cerr << "testbed local: emulated cluster " << fabric->tag() << ": " << fabric->nodes()
               << " nodes on " << fabric->address_of(0) << "/24, each link "
               << link << (spec.link_rate_bps() == 0 ? "" : " each way") << "; fabric "
               << FabricSummary(spec.fabric()) << std::endl;
   }
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
-      LocalCluster::Start({workers, servers, "", log_dir, fabric.get(), options.tls});
+      LocalCluster::Start({workers, servers, "", log_dir, fabric.get(), options.tls, {},
+                           spec.fabric().servers() == proto::ServerPlacement::colocated});
   UplinkMeter uplinks(fabric.get());
   if (!cluster.ok()) {
     std::cerr << "error: " << cluster.status().message() << "\n";

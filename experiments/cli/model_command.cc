@@ -64,8 +64,13 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
     err << "error: " << fabric.status().message() << "\n";
     return 2;
   }
+  if (fabric->servers() == proto::ServerPlacement::colocated && options.servers > options.workers) {
+    err << "error: servers colocated with the workers need --servers <= --workers\n";
+    return 2;
+  }
   const Placement placement = PlacementOf(*fabric, options.workers);
-  const bool on_fabric = placement.Racks(options.workers) > 1 || fabric->host_links_size() > 0;
+  const bool on_fabric = placement.Racks(options.workers) > 1 || fabric->host_links_size() > 0 ||
+                         fabric->servers() == proto::ServerPlacement::colocated;
   const LinkRates rates =
       LinkRatesOf(*fabric, options.workers, static_cast<double>(options.link_rate_bps));
   std::vector<std::string> names = options.algorithms;
@@ -87,7 +92,8 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
                                  placement, rates)
               : EstimateParameterServerOnFabric(n, options.servers, *bytes, element,
                                                 link.alpha_s, placement, rates,
-                                                static_cast<double>(options.link_rate_bps));
+                                                ServerSitesOf(*fabric, static_cast<double>(
+                                                                           options.link_rate_bps)));
     }
     if (!e.ok()) {
       err << "error: unknown algorithm '" << name << "'\n";

@@ -32,7 +32,9 @@ void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
   const proto::Fabric& fabric = spec.fabric();
   const int n = static_cast<int>(row.workers());
   const Collective* collective = FindCollective(row.algorithm());
-  if (estimate.ok() && collective != nullptr && (fabric.racks() > 1 || fabric.host_links_size() > 0) &&
+  const bool on_fabric = fabric.racks() > 1 || fabric.host_links_size() > 0 ||
+                         fabric.servers() == proto::ServerPlacement::colocated;
+  if (estimate.ok() && collective != nullptr && on_fabric &&
       ValidateFabric(fabric, n).ok()) {
     const Placement placement = PlacementOf(fabric, n);
     const LinkRates rates = LinkRatesOf(fabric, n, static_cast<double>(spec.link_rate_bps()));
@@ -43,7 +45,8 @@ void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
                    : EstimateParameterServerOnFabric(n, static_cast<int>(spec.servers()),
                                                      row.bytes(), element, link.alpha_s,
                                                      placement, rates,
-                                                     static_cast<double>(spec.link_rate_bps()));
+                                                     ServerSitesOf(fabric, static_cast<double>(
+                                                                               spec.link_rate_bps())));
   }
   if (estimate.ok()) row.set_model_time_us(estimate->time_s * 1e6);
 }

@@ -130,8 +130,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                                               " (build it, or set TESTBED_BIN_DIR)"));
     }
   }
+  const int worker_node0 = options.colocated_servers ? 0 : options.servers;
   if (options.fabric != nullptr &&
-      options.fabric->nodes() < options.servers + options.workers) {
+      (options.fabric->nodes() < worker_node0 + options.workers ||
+       options.fabric->nodes() < options.servers)) {
     return absl::InvalidArgumentError("the emulated cluster has too few nodes");
   }
   // Where daemon `node` runs and listens: loopback, or its own namespace.
@@ -198,7 +200,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   for (int i = 0; i < options.workers; ++i) {
     if (absl::Status st = cluster->Spawn(
             absl::StrCat("testbed-worker ", i),
-            placed(options.servers + i,
+            placed(worker_node0 + i,
                    {worker, "--coordinator", cluster->coordinator_, "--connect-timeout", "30",
                     "--worker-id", std::to_string(i)}),
             (fs::path(options.log_dir) / absl::StrCat("worker-", i, ".log")).string());

@@ -1,7 +1,8 @@
 // `testbed local`'s deployment: S testbed-server and N testbed-worker daemons
 // started as child processes - the same daemons a compose deployment runs,
 // without containers - either all on loopback, or each in its own node of an
-// emulated cluster (NetnsFabric: servers are nodes 0..S-1, workers S..S+N-1).
+// emulated cluster (NetnsFabric: servers are nodes 0..S-1, workers S..S+N-1;
+// colocated, server s and worker s share node s).
 //
 // Every process it starts it ends, by PID: in Stop(), in the destructor, and -
 // through PR_SET_PDEATHSIG - even when the harness itself is killed.
@@ -38,6 +39,9 @@ struct LocalClusterOptions {
   // with these NAME=VALUE pairs set on top: a caller that must not change its
   // own environment (threads may read it) hands the job's credentials here.
   std::vector<std::pair<std::string, std::string>> environment = {};
+  // In the fabric, server s in worker s's node (servers <= workers), not a node
+  // of its own: BytePS's colocated servers (proto/fabric.proto).
+  bool colocated_servers = false;
 };
 
 class LocalCluster {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <tuple>
@@ -54,6 +55,38 @@ int OrderOf(const std::string& algorithm) {
 bool RunsOnParameterServer(const std::string& algorithm) {
   const Collective* c = FindCollective(algorithm);
   return c != nullptr && c->runs_on_parameter_server();
+}
+
+// Rows whose ranks' own medians lie more than 10% apart: the slowest rank and
+// how far behind the fastest it was (a slow link, or a rank the others wait on).
+void PrintRanksApart(const std::vector<proto::ResultRow>& rows, std::ostream& out) {
+  bool header = false;
+  for (const proto::ResultRow& row : rows) {
+    const auto& medians = row.rank_time_us_p50();
+    if (medians.size() < 2) continue;
+    const auto slowest = std::max_element(medians.begin(), medians.end());
+    const auto fastest = std::min_element(medians.begin(), medians.end());
+    if (*fastest == 0 || static_cast<double>(*slowest) < 1.1 * static_cast<double>(*fastest)) {
+      continue;
+    }
+    if (!header) {
+      out << "\n## Ranks apart\n\n"
+          << "Rows whose ranks' own median times differ by more than 10%: a slow link or a slow "
+             "rank.\n\n"
+          << "| N | M | algorithm | fabric | slowest rank | its median | fastest rank | its median "
+             "| behind |\n"
+          << "|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
+      header = true;
+    }
+    char behind[16];
+    std::snprintf(behind, sizeof behind, "%.2f×",
+                  static_cast<double>(*slowest) / static_cast<double>(*fastest));
+    out << "| " << row.workers() << " | " << HumanBytes(static_cast<double>(row.bytes())) << " | "
+        << row.algorithm() << " | " << (row.fabric().empty() ? "flat" : row.fabric()) << " | "
+        << (slowest - medians.begin()) << " | " << Microseconds(static_cast<double>(*slowest))
+        << " | " << (fastest - medians.begin()) << " | "
+        << Microseconds(static_cast<double>(*fastest)) << " | " << behind << " |\n";
+  }
 }
 
 }  // namespace
@@ -158,6 +191,7 @@ absl::Status PrintCourseTable(const std::vector<proto::ResultRow>& all_rows, std
           << r2 << " | " << worst << " |\n";
     }
   }
+  PrintRanksApart(all_rows, out);
   return absl::OkStatus();
 }
 
