@@ -152,6 +152,25 @@ TEST(FabricCli, TrafficCountsEachUplinkFromTheSchedules) {
   EXPECT_EQ(JsonField(rows[1], "formula_rounds"), "-1");
 }
 
+// Hierarchical, 2 racks of 2, 4 elements: its middle phase alone crosses,
+// 2(R-1)M = 8 elements; the ring crosses on 2 of its 4 hops, 12 of 24.
+TEST(FabricCli, TraceMarksAndCountsTheSendsBetweenRacks) {
+  const auto [status, output] = RunCli("trace -a hierarchical -n 4 --racks 2 -c 4");
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("Racks: R0 = ranks 0 1; R1 = ranks 2 3\n"), std::string::npos) << output;
+  EXPECT_NE(output.find("round 1 (inter-rack all-reduce)\n  rank 0 -> rank 2: elements [1,2) = "
+                        "c1; rank 2 adds them into its [1,2)  (R0 -> R1, across racks)"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("4 rounds (formula by the racks: allreduce/ALGORITHMS.md); 24 elements "
+                        "sent in total (formula 2(N-1)M, 2(R-1)M of it across R racks = 24); 8 of "
+                        "them across racks\n"),
+            std::string::npos)
+      << output;
+  const auto ring = RunCli("trace -a ring -n 4 --racks 2 -c 4");
+  EXPECT_NE(ring.second.find("; 12 of them across racks\n"), std::string::npos) << ring.second;
+}
+
 TEST(FabricCli, ModelReadsAFabricFileAndTheFlagsOverrideIt) {
   const std::string file = std::string(TESTBED_SOURCE_DIR) +
                            "/experiments/fabrics/two_racks_round_robin.textproto";

@@ -10,6 +10,7 @@
 #include "allreduce/inprocess_run.h"
 #include "experiments/cli/cli_common.h"
 #include "experiments/cli/trace_inputs.h"
+#include "proto/fabric_spec.h"
 
 namespace testbed {
 namespace {
@@ -88,8 +89,11 @@ CLI::App* AddTraceCommand(CLI::App& app, TraceOptions& options) {
                   "Print at most this many elements of each buffer")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  AddFabricFlags(*cmd, options.fabric);
   cmd->footer(
+      "With racks (--racks, --fabric), sends between racks are marked and counted.\n"
       "Examples:\n  testbed trace --algorithm ring --workers 4 --count 8\n"
+      "  testbed trace --algorithm hierarchical --workers 6 --racks 2 --count 6\n"
       "  testbed trace --algorithm butterfly --workers 6 --count 2\n"
       "  testbed trace --algorithm broadcast --workers 5 --root 2 --count 3");
   return cmd;
@@ -104,6 +108,13 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
     return 2;
   }
   const int root = c.has_root() ? options.root : 0;
+  const absl::StatusOr<proto::Fabric> fabric = FabricFor(options.fabric, n);
+  if (!fabric.ok()) {
+    err << "error: " << fabric.status().message() << "\n";
+    return 2;
+  }
+  const Placement placement = PlacementOf(*fabric, n);
+  const int racks = placement.Racks(n);
 
   out << c.name << " (" << Name(c.semantics) << "): " << c.summary << "\n";
   out << n << " ranks, " << count << " elements each";
@@ -117,6 +128,15 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
     }
     out << "\n";
   }
+  if (racks > 1) {
+    const std::vector<std::vector<int>> members = placement.Members(n);
+    out << "Racks:";
+    for (std::size_t r = 0; r < members.size(); ++r) {
+      out << " R" << r << " = ranks";
+      for (int rank : members[r]) out << " " << rank;
+      out << (r + 1 < members.size() ? ";" : "\n");
+    }
+  }
   if (DigitEncoding(n)) {
     out << "Rank r starts with 10^r, so each digit of a sum tells whose contributions it holds:\n"
            "1011 = ranks 0, 1 and 3. '.' = nothing there yet.\n";
@@ -128,7 +148,7 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
   const std::vector<Bytes> inputs = TraceInputs(c, n, count, root, &StartValue);
   const InProcessRun run = RunInProcess(
       c, inputs, {.type = DataType::kFloat64, .op = ReduceOp::kSum, .root = root,
-                  .keep_snapshots = true});
+                  .keep_snapshots = true, .placement = placement});
   for (int r = 0; r < n; ++r) {
     if (!run.status[r].ok()) {
       err << "error: rank " << r << ": " << run.status[r] << "\n";
@@ -140,8 +160,9 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
   out << "\nbefore round 0\n";
   PrintBuffers(inputs, count, width, options.max_elements, out);
   std::vector<Schedule> schedules;
-  for (int r = 0; r < n; ++r) schedules.push_back(c.Build(r, n, count, root));
+  for (int r = 0; r < n; ++r) schedules.push_back(c.Build(r, n, count, root, placement));
   std::int64_t elements_sent = 0;
+  std::int64_t elements_across = 0;
   for (std::size_t k = 0; k < schedules[0].rounds.size(); ++k) {
     out << "\nround " << k << " (" << schedules[0].rounds[k].phase << ")\n";
     bool any = false;
@@ -157,7 +178,13 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
         out << "  rank " << r << " -> rank " << send.peer << ": elements " << range << "; rank "
             << send.peer
             << (action == StepKind::kRecvReduce ? " adds them into its " : " stores them as its ")
-            << range.substr(0, range.find(' ')) << "\n";
+            << range.substr(0, range.find(' '));
+        const int from = placement.RackOf(r), to = placement.RackOf(send.peer);
+        if (from != to) {
+          out << "  (R" << from << " -> R" << to << ", across racks)";
+          elements_across += send.count;
+        }
+        out << "\n";
         elements_sent += send.count;
         any = true;
       }
@@ -165,9 +192,16 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
     if (!any) out << "  (nothing to send)\n";
     PrintBuffers(run.snapshots[k], count, width, options.max_elements, out);
   }
-  out << "\n" << schedules[0].rounds.size() << " rounds (formula " << c.formula_rounds(n)
-      << "); " << elements_sent << " elements sent in total (formula " << c.formula << " = "
-      << c.formula_bytes(n, count) << ")\n";
+  out << "\n" << schedules[0].rounds.size() << " rounds (formula ";
+  if (c.needs_racks && racks > 1) {
+    out << "by the racks: allreduce/ALGORITHMS.md";
+  } else {
+    out << c.formula_rounds(n);
+  }
+  out << "); " << elements_sent << " elements sent in total (formula " << c.formula << " = "
+      << c.formula_bytes(n, count) << ")";
+  if (racks > 1) out << "; " << elements_across << " of them across racks";
+  out << "\n";
   return 0;
 }
 

@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "experiments/cli/fabric_flags.h"
+
 namespace testbed {
 
 struct TraceOptions {
@@ -17,6 +19,7 @@ struct TraceOptions {
   std::int64_t count = 8;
   int root = 0;
   int max_elements = 24;  // buffer columns printed per rank
+  FabricFlags fabric;      // racks: hierarchical reads them; sends across racks are marked
 };
 
 CLI::App* AddTraceCommand(CLI::App& app, TraceOptions& options);
