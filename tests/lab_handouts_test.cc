@@ -230,9 +230,9 @@ std::vector<fs::path> Handouts() {
   return handouts;
 }
 
-TEST(LabHandouts, FourHandoutsEachWithAnAnswerKey) {
+TEST(LabHandouts, FiveHandoutsEachWithAnAnswerKey) {
   const std::vector<fs::path> handouts = Handouts();
-  ASSERT_EQ(handouts.size(), 4u);
+  ASSERT_EQ(handouts.size(), 5u);
   for (const fs::path& handout : handouts) {
     EXPECT_GE(ReadAnswerKeys(handout).size(), 5u) << handout << " has (almost) no answer key";
   }
