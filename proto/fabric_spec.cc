@@ -1,5 +1,6 @@
 #include "proto/fabric_spec.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,8 @@
 
 namespace testbed {
 namespace {
+
+constexpr std::uint64_t kMaxRankDelayMicros = 60'000'000;  // a minute per iteration
 
 template <typename... Parts>
 absl::Status Bad(const Parts&... parts) {
@@ -72,6 +75,15 @@ absl::Status ValidateFabric(const proto::Fabric& fabric, int workers) {
   if (fabric.uplink_case() != proto::Fabric::UPLINK_NOT_SET && Flat(fabric)) {
     return Bad("an uplink needs racks: set racks to 2 or more");
   }
+  for (const proto::SlowRank& slow : fabric.slow_ranks()) {
+    if (slow.worker() >= static_cast<std::uint32_t>(workers)) {
+      return Bad("slow_ranks names worker ", slow.worker(), ", outside 0..", workers - 1);
+    }
+    if (slow.delay_us() == 0 || slow.delay_us() > kMaxRankDelayMicros) {
+      return Bad("slow_ranks of worker ", slow.worker(), " needs a delay_us of 1 .. ",
+                 kMaxRankDelayMicros, " (60 s), not ", slow.delay_us());
+    }
+  }
   for (const proto::HostLink& link : fabric.host_links()) {
     if (link.worker() >= static_cast<std::uint32_t>(workers)) {
       return Bad("host_links names worker ", link.worker(), ", outside 0..", workers - 1);
@@ -113,13 +125,34 @@ LinkRates LinkRatesOf(const proto::Fabric& fabric, int workers, double host_link
   return rates;
 }
 
+std::uint64_t RankDelayMicros(const proto::Fabric& fabric, int rank) {
+  std::uint64_t delay = 0;
+  for (const proto::SlowRank& slow : fabric.slow_ranks()) {
+    if (static_cast<int>(slow.worker()) == rank) delay = std::max(delay, slow.delay_us());
+  }
+  return delay;
+}
+
+std::uint64_t LongestRankDelayMicros(const proto::Fabric& fabric) {
+  std::uint64_t delay = 0;
+  for (const proto::SlowRank& slow : fabric.slow_ranks()) delay = std::max(delay, slow.delay_us());
+  return delay;
+}
+
 ServerSites ServerSitesOf(const proto::Fabric& fabric, double link_bps) {
   return {link_bps, fabric.servers() == proto::ServerPlacement::colocated};
 }
 
 std::string FabricSummary(const proto::Fabric& fabric) {
-  const std::string servers =
+  std::string servers =
       fabric.servers() == proto::ServerPlacement::colocated ? ", servers colocated" : "";
+  for (const proto::HostLink& link : fabric.host_links()) {
+    absl::StrAppend(&servers, ", worker ", link.worker(), "'s link ",
+                    FormatLinkRate(link.link_rate_bps()));
+  }
+  for (const proto::SlowRank& slow : fabric.slow_ranks()) {
+    absl::StrAppend(&servers, ", worker ", slow.worker(), " ", slow.delay_us(), " us late");
+  }
   if (Flat(fabric)) return "flat" + servers;
   std::string text = absl::StrCat(fabric.racks(), " racks");
   if (fabric.hosts_per_rack() > 0) absl::StrAppend(&text, " x ", fabric.hosts_per_rack());

@@ -6,6 +6,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ LinkRates LinkRatesOf(const proto::Fabric& fabric, int workers, double host_link
 // Where the shards sit, for the cost model: `link_bps` is a dedicated
 // shard's link (the experiment's link rate).
 ServerSites ServerSitesOf(const proto::Fabric& fabric, double link_bps);
+
+// How long rank `rank` waits before each iteration (slow_ranks); 0 for most.
+std::uint64_t RankDelayMicros(const proto::Fabric& fabric, int rank);
+// The longest of them: what every collective waits for.
+std::uint64_t LongestRankDelayMicros(const proto::Fabric& fabric);
 
 // "2 racks x 4, 4:1 uplinks, packed", for tables and logs; "flat" for one switch.
 std::string FabricSummary(const proto::Fabric& fabric);

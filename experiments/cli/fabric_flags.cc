@@ -1,5 +1,7 @@
 #include "experiments/cli/fabric_flags.h"
 
+#include <cmath>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -27,6 +29,23 @@ absl::StatusOr<proto::HostLink> ParseHostLink(std::string_view text) {
   link.set_worker(worker);
   link.set_link_rate_bps(*rate);
   return link;
+}
+
+// "1=20ms": worker 1 starts each collective 20 ms late.
+absl::StatusOr<proto::SlowRank> ParseSlowRank(std::string_view text) {
+  const std::string owned(text);
+  const std::vector<std::string> parts = absl::StrSplit(owned, absl::MaxSplits('=', 1));
+  std::uint32_t worker = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &worker)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("write WORKER=DURATION (1=20ms), not '", owned, "'"));
+  }
+  absl::StatusOr<double> seconds = ParseDuration(parts[1]);
+  if (!seconds.ok()) return seconds.status();
+  proto::SlowRank slow;
+  slow.set_worker(worker);
+  slow.set_delay_us(static_cast<std::uint64_t>(std::llround(*seconds * 1e6)));
+  return slow;
 }
 
 absl::StatusOr<double> ParseRatio(std::string_view text) {
@@ -99,6 +118,17 @@ void AddFabricFlags(CLI::App& cmd, FabricFlags& f) {
                     f.servers_given = true;
                     return "";
                   });
+  AddParsedOption(cmd, "--slow-rank",
+                  "A rank that starts every collective late, as a slower compute would: "
+                  "WORKER=DURATION (1=20ms) after each iteration's barrier, outside its own "
+                  "timer; repeat for more",
+                  "WORKER=DURATION", [&f](const std::string& text) -> std::string {
+                    absl::StatusOr<proto::SlowRank> slow = ParseSlowRank(text);
+                    if (!slow.ok()) return std::string(slow.status().message());
+                    *f.given.add_slow_ranks() = *slow;
+                    return "";
+                  })
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   AddParsedOption(cmd, "--host-link",
                   "A slower (or faster) link for one worker's host, WORKER=RATE (3=25mbit); "
                   "repeat for more",
@@ -126,6 +156,7 @@ absl::StatusOr<proto::Fabric> BuildFabric(const FabricFlags& f, proto::Fabric ba
   if (f.placement_given) base.set_placement(f.given.placement());
   if (f.servers_given) base.set_servers(f.given.servers());
   for (const proto::HostLink& link : f.given.host_links()) *base.add_host_links() = link;
+  for (const proto::SlowRank& slow : f.given.slow_ranks()) *base.add_slow_ranks() = slow;
   return base;
 }
 

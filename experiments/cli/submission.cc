@@ -48,7 +48,11 @@ void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
                                                      ServerSitesOf(fabric, static_cast<double>(
                                                                                spec.link_rate_bps())));
   }
-  if (estimate.ok()) row.set_model_time_us(estimate->time_s * 1e6);
+  // Every collective waits for the latest rank to begin (slow_ranks).
+  if (estimate.ok()) {
+    row.set_model_time_us(estimate->time_s * 1e6 +
+                          static_cast<double>(LongestRankDelayMicros(fabric)));
+  }
 }
 
 }  // namespace

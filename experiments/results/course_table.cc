@@ -71,8 +71,10 @@ void PrintRanksApart(const std::vector<proto::ResultRow>& rows, std::ostream& ou
     }
     if (!header) {
       out << "\n## Ranks apart\n\n"
-          << "Rows whose ranks' own median times differ by more than 10%: a slow link or a slow "
-             "rank.\n\n"
+          << "Rows whose ranks' own median times differ by more than 10%. The slowest rank "
+             "waited longest: on a slow link, or for a rank that began late. A rank that began "
+             "late (a compute straggler, the fabric's slow_ranks) is the fastest: it found the "
+             "others waiting.\n\n"
           << "| N | M | algorithm | fabric | slowest rank | its median | fastest rank | its median "
              "| behind |\n"
           << "|---:|---:|---|---|---:|---:|---:|---:|---:|\n";
