@@ -140,12 +140,12 @@ std::uint64_t LongestRankDelayMicros(const proto::Fabric& fabric) {
 }
 
 ServerSites ServerSitesOf(const proto::Fabric& fabric, double link_bps) {
-  return {link_bps, fabric.servers() == proto::ServerPlacement::colocated};
+  return {link_bps, fabric.server_placement() == proto::ServerPlacement::colocated};
 }
 
 std::string FabricSummary(const proto::Fabric& fabric) {
   std::string servers =
-      fabric.servers() == proto::ServerPlacement::colocated ? ", servers colocated" : "";
+      fabric.server_placement() == proto::ServerPlacement::colocated ? ", servers colocated" : "";
   for (const proto::HostLink& link : fabric.host_links()) {
     absl::StrAppend(&servers, ", worker ", link.worker(), "'s link ",
                     FormatLinkRate(link.link_rate_bps()));

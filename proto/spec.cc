@@ -181,7 +181,7 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
   if (absl::Status st = ValidateFabric(spec.fabric(), static_cast<int>(spec.workers())); !st.ok()) {
     return st;
   }
-  if (spec.fabric().servers() == proto::ServerPlacement::colocated && UsesParameterServer(spec)) {
+  if (spec.fabric().server_placement() == proto::ServerPlacement::colocated && UsesParameterServer(spec)) {
     for (int n : spec.worker_counts().empty()
                      ? std::vector<int>{static_cast<int>(spec.workers())}
                      : std::vector<int>(spec.worker_counts().begin(), spec.worker_counts().end())) {

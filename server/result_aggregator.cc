@@ -35,7 +35,7 @@ void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& colle
   if (collective.runs_on_parameter_server()) {
     // Worker w pushes shard s its slice and gets the slice's values back; a
     // shard on the spine is in no rack, a colocated one in its worker's.
-    const bool colocated = spec.fabric().servers() == proto::ServerPlacement::colocated;
+    const bool colocated = spec.fabric().server_placement() == proto::ServerPlacement::colocated;
     const auto servers = static_cast<int>(spec.servers());
     const std::int64_t element = ElementBytes(spec);
     std::uint64_t cross = 0;

@@ -78,7 +78,7 @@ TEST(FabricSpec, OversubscriptionAndHostLinksGiveEveryLinksRate) {
   EXPECT_EQ(rates.host_bps, (std::vector<double>{100e6, 100e6, 100e6, 100e6, 100e6}));
   EXPECT_EQ(rates.uplink_bps, (std::vector<double>{75e6, 50e6}));
   EXPECT_EQ(LinkRatesOf(f, 6, 100e6).host_bps[5], 25e6);
-  EXPECT_EQ(FabricSummary(f), "2 racks, 4:1 uplinks, packed");
+  EXPECT_EQ(FabricSummary(f), "2 racks, 4:1 uplinks, packed, worker 5's link 25mbit");
   EXPECT_EQ(FabricSummary(proto::Fabric()), "flat");
 }
 

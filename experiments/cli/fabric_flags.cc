@@ -114,8 +114,8 @@ void AddFabricFlags(CLI::App& cmd, FabricFlags& f) {
                       return "unknown value '" + text + "' (choose from " +
                              EnumTexts<proto::ServerPlacement::Kind>() + ")";
                     }
-                    f.given.set_servers(*kind);
-                    f.servers_given = true;
+                    f.given.set_server_placement(*kind);
+                    f.server_placement_given = true;
                     return "";
                   });
   AddParsedOption(cmd, "--slow-rank",
@@ -154,7 +154,7 @@ absl::StatusOr<proto::Fabric> BuildFabric(const FabricFlags& f, proto::Fabric ba
   if (f.given.has_uplink_rate_bps()) base.set_uplink_rate_bps(f.given.uplink_rate_bps());
   if (f.given.has_oversubscription()) base.set_oversubscription(f.given.oversubscription());
   if (f.placement_given) base.set_placement(f.given.placement());
-  if (f.servers_given) base.set_servers(f.given.servers());
+  if (f.server_placement_given) base.set_server_placement(f.given.server_placement());
   for (const proto::HostLink& link : f.given.host_links()) *base.add_host_links() = link;
   for (const proto::SlowRank& slow : f.given.slow_ranks()) *base.add_slow_ranks() = slow;
   return base;

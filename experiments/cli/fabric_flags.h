@@ -16,7 +16,7 @@ struct FabricFlags {
   std::string file;      // --fabric
   proto::Fabric given;   // the fields the flags set, typed as they were read
   bool placement_given = false;  // --placement packed is the default value, yet set
-  bool servers_given = false;    // likewise --server-placement spine
+  bool server_placement_given = false;  // likewise --server-placement spine
   int uplink_flags = 0;          // --uplink-rate and --oversubscription: one of them
 };
 

@@ -62,7 +62,7 @@ namespace {
 // its rack of the spec's fabric, each link at its rate.
 // Colocated, server s shares worker s's node and there are no server nodes.
 NetnsFabricOptions FabricOptions(const proto::ExperimentSpec& spec, int servers, int workers) {
-  const bool colocated = spec.fabric().servers() == proto::ServerPlacement::colocated;
+  const bool colocated = spec.fabric().server_placement() == proto::ServerPlacement::colocated;
   const int server_nodes = colocated ? 0 : servers;
   NetnsFabricOptions options{server_nodes + workers, static_cast<double>(spec.link_rate_bps()),
                              ""};
@@ -137,7 +137,7 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
   }
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster =
       LocalCluster::Start({workers, servers, "", log_dir, fabric.get(), options.tls, {},
-                           spec.fabric().servers() == proto::ServerPlacement::colocated});
+                           spec.fabric().server_placement() == proto::ServerPlacement::colocated});
   UplinkMeter uplinks(fabric.get());
   if (!cluster.ok()) {
     std::cerr << "error: " << cluster.status().message() << "\n";

@@ -64,13 +64,13 @@ int RunModel(const ModelOptions& options, std::ostream& out, std::ostream& err) 
     err << "error: " << fabric.status().message() << "\n";
     return 2;
   }
-  if (fabric->servers() == proto::ServerPlacement::colocated && options.servers > options.workers) {
+  if (fabric->server_placement() == proto::ServerPlacement::colocated && options.servers > options.workers) {
     err << "error: servers colocated with the workers need --servers <= --workers\n";
     return 2;
   }
   const Placement placement = PlacementOf(*fabric, options.workers);
   const bool on_fabric = placement.Racks(options.workers) > 1 || fabric->host_links_size() > 0 ||
-                         fabric->servers() == proto::ServerPlacement::colocated;
+                         fabric->server_placement() == proto::ServerPlacement::colocated;
   const LinkRates rates =
       LinkRatesOf(*fabric, options.workers, static_cast<double>(options.link_rate_bps));
   std::vector<std::string> names = options.algorithms;

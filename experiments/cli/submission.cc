@@ -33,7 +33,7 @@ void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
   const int n = static_cast<int>(row.workers());
   const Collective* collective = FindCollective(row.algorithm());
   const bool on_fabric = fabric.racks() > 1 || fabric.host_links_size() > 0 ||
-                         fabric.servers() == proto::ServerPlacement::colocated;
+                         fabric.server_placement() == proto::ServerPlacement::colocated;
   if (estimate.ok() && collective != nullptr && on_fabric &&
       ValidateFabric(fabric, n).ok()) {
     const Placement placement = PlacementOf(fabric, n);
