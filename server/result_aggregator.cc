@@ -15,11 +15,11 @@
 namespace testbed {
 namespace {
 
-// The nearest-rank median (the smaller middle one of an even count), 0 when empty.
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[(values.size() - 1) / 2];
+// Nearest rank: the smallest of `sorted` that a fraction q of them reach; 0 when empty.
+double NearestRank(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
 }
 
 // The row's fabric and the payload that crossed racks, from the schedules and
@@ -107,8 +107,9 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   // Each rank's own median, then per iteration the slowest rank's time: the
   // collective's.
   for (const proto::RankResult& result : by_rank) {
-    row.add_rank_time_us_p50(static_cast<std::uint64_t>(std::llround(Median(
-        std::vector<double>(result.iteration_us().begin(), result.iteration_us().end())))));
+    std::vector<double> own(result.iteration_us().begin(), result.iteration_us().end());
+    std::sort(own.begin(), own.end());
+    row.add_rank_time_us_p50(static_cast<std::uint64_t>(std::llround(NearestRank(own, 0.5))));
   }
   std::vector<double> times(iterations, 0.0);
   for (int i = 0; i < iterations; ++i) {
@@ -119,12 +120,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   double sum = 0;
   for (double t : times) sum += t;
   std::sort(times.begin(), times.end());
-  // Nearest rank: the smallest time at least a fraction q of iterations reach.
-  const auto percentile = [&](double q) {
-    if (times.empty()) return 0.0;
-    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(times.size())));
-    return times[std::clamp<std::size_t>(rank, 1, times.size()) - 1];
-  };
+  const auto percentile = [&](double q) { return NearestRank(times, q); };
   const double avg = iterations > 0 ? sum / iterations : 0;
   row.set_time_us_avg(avg);
   row.set_time_us_min(times.empty() ? 0 : times.front());

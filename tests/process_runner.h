@@ -238,6 +238,19 @@ inline std::string JsonField(const std::string& line, const std::string& key) {
   return match[2].matched ? match[2].str() : match[1].str();
 }
 
+// The numbers of an array field of one JSON line ("key": [1, 2.5]), in order;
+// none when the key is missing or holds no array.
+inline std::vector<double> JsonNumbers(const std::string& line, const std::string& key) {
+  std::smatch match;
+  std::vector<double> values;
+  if (!std::regex_search(line, match, std::regex("\"" + key + "\": \\[([^\\]]*)\\]"))) {
+    return values;
+  }
+  std::stringstream list(match[1].str());
+  for (std::string item; std::getline(list, item, ',');) values.push_back(std::atof(item.c_str()));
+  return values;
+}
+
 // The PIDs `testbed local` printed for its daemons: "testbed-server pids A B
 // (coordinator on ...); testbed-worker pids X Y Z; logs in ...".
 struct DaemonPids {

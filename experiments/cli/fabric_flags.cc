@@ -1,6 +1,7 @@
 #include "experiments/cli/fabric_flags.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,36 +15,38 @@
 namespace testbed {
 namespace {
 
-// "3=25mbit": worker 3's host link at 25 Mbit/s.
-absl::StatusOr<proto::HostLink> ParseHostLink(std::string_view text) {
+// "3=25mbit" -> worker 3 and "25mbit"; `example` shows the form in the refusal.
+absl::StatusOr<std::pair<std::uint32_t, std::string>> SplitWorkerValue(std::string_view text,
+                                                                       const char* example) {
   const std::string owned(text);
   const std::vector<std::string> parts = absl::StrSplit(owned, absl::MaxSplits('=', 1));
   std::uint32_t worker = 0;
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &worker)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("write WORKER=RATE (3=25mbit), not '", std::string(text), "'"));
+    return absl::InvalidArgumentError(absl::StrCat("write ", example, ", not '", owned, "'"));
   }
-  absl::StatusOr<std::uint64_t> rate = ParseLinkRateBps(parts[1]);
+  return std::pair{worker, parts[1]};
+}
+
+// "3=25mbit": worker 3's host link at 25 Mbit/s.
+absl::StatusOr<proto::HostLink> ParseHostLink(std::string_view text) {
+  const auto split = SplitWorkerValue(text, "WORKER=RATE (3=25mbit)");
+  if (!split.ok()) return split.status();
+  absl::StatusOr<std::uint64_t> rate = ParseLinkRateBps(split->second);
   if (!rate.ok()) return rate.status();
   proto::HostLink link;
-  link.set_worker(worker);
+  link.set_worker(split->first);
   link.set_link_rate_bps(*rate);
   return link;
 }
 
 // "1=20ms": worker 1 starts each collective 20 ms late.
 absl::StatusOr<proto::SlowRank> ParseSlowRank(std::string_view text) {
-  const std::string owned(text);
-  const std::vector<std::string> parts = absl::StrSplit(owned, absl::MaxSplits('=', 1));
-  std::uint32_t worker = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &worker)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("write WORKER=DURATION (1=20ms), not '", owned, "'"));
-  }
-  absl::StatusOr<double> seconds = ParseDuration(parts[1]);
+  const auto split = SplitWorkerValue(text, "WORKER=DURATION (1=20ms)");
+  if (!split.ok()) return split.status();
+  absl::StatusOr<double> seconds = ParseDuration(split->second);
   if (!seconds.ok()) return seconds.status();
   proto::SlowRank slow;
-  slow.set_worker(worker);
+  slow.set_worker(split->first);
   slow.set_delay_us(static_cast<std::uint64_t>(std::llround(*seconds * 1e6)));
   return slow;
 }
@@ -92,32 +95,13 @@ void AddFabricFlags(CLI::App& cmd, FabricFlags& f) {
                     ++f.uplink_flags;
                     return "";
                   });
-  AddParsedOption(cmd, "--placement",
-                  "How ranks sit in racks: packed (rack by rack) or round-robin (rank r in "
-                  "rack r mod racks)",
-                  "WORD", [&f](const std::string& text) -> std::string {
-                    const auto kind = ParseEnumText<proto::RankPlacement::Kind>(text);
-                    if (!kind) {
-                      return "unknown value '" + text + "' (choose from " +
-                             EnumTexts<proto::RankPlacement::Kind>() + ")";
-                    }
-                    f.given.set_placement(*kind);
-                    f.placement_given = true;
-                    return "";
-                  });
-  AddParsedOption(cmd, "--server-placement",
-                  "Where ps's shards run: spine (dedicated hosts, each behind its own link: "
-                  "BytePS's k dedicated servers) or colocated (shard s on worker s's host)",
-                  "WORD", [&f](const std::string& text) -> std::string {
-                    const auto kind = ParseEnumText<proto::ServerPlacement::Kind>(text);
-                    if (!kind) {
-                      return "unknown value '" + text + "' (choose from " +
-                             EnumTexts<proto::ServerPlacement::Kind>() + ")";
-                    }
-                    f.given.set_server_placement(*kind);
-                    f.server_placement_given = true;
-                    return "";
-                  });
+  f.placement_option = AddEnumFlag(cmd, "--placement", f.placement,
+                                   "How ranks sit in racks: packed (rack by rack) or "
+                                   "round-robin (rank r in rack r mod racks)");
+  f.server_placement_option = AddEnumFlag(
+      cmd, "--server-placement", f.server_placement,
+      "Where ps's shards run: spine (dedicated hosts, each behind its own link: BytePS's k "
+      "dedicated servers) or colocated (shard s on worker s's host)");
   AddParsedOption(cmd, "--slow-rank",
                   "A rank that starts every collective late, as a slower compute would: "
                   "WORKER=DURATION (1=20ms) after each iteration's barrier, outside its own "
@@ -153,8 +137,12 @@ absl::StatusOr<proto::Fabric> BuildFabric(const FabricFlags& f, proto::Fabric ba
   if (f.given.hosts_per_rack() != 0) base.set_hosts_per_rack(f.given.hosts_per_rack());
   if (f.given.has_uplink_rate_bps()) base.set_uplink_rate_bps(f.given.uplink_rate_bps());
   if (f.given.has_oversubscription()) base.set_oversubscription(f.given.oversubscription());
-  if (f.placement_given) base.set_placement(f.given.placement());
-  if (f.server_placement_given) base.set_server_placement(f.given.server_placement());
+  if (f.placement_option != nullptr && f.placement_option->count() > 0) {
+    base.set_placement(f.placement);
+  }
+  if (f.server_placement_option != nullptr && f.server_placement_option->count() > 0) {
+    base.set_server_placement(f.server_placement);
+  }
   for (const proto::HostLink& link : f.given.host_links()) *base.add_host_links() = link;
   for (const proto::SlowRank& slow : f.given.slow_ranks()) *base.add_slow_ranks() = slow;
   return base;

@@ -15,8 +15,12 @@ namespace testbed {
 struct FabricFlags {
   std::string file;      // --fabric
   proto::Fabric given;   // the fields the flags set, typed as they were read
-  bool placement_given = false;  // --placement packed is the default value, yet set
-  bool server_placement_given = false;  // likewise --server-placement spine
+  // The two enums are stored by AddEnumFlag; their options say whether they were
+  // given (--placement packed is the default value, yet overrides a file's).
+  proto::RankPlacement::Kind placement = proto::RankPlacement::packed;
+  proto::ServerPlacement::Kind server_placement = proto::ServerPlacement::spine;
+  const CLI::Option* placement_option = nullptr;
+  const CLI::Option* server_placement_option = nullptr;
   int uplink_flags = 0;          // --uplink-rate and --oversubscription: one of them
 };
 

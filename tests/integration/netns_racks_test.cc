@@ -21,6 +21,7 @@ namespace {
 
 using testing::CanBuildNamespaces;
 using testing::JsonField;
+using testing::JsonNumbers;
 using testing::Lines;
 using testing::ShellOutput;
 using testing::TempDir;
@@ -28,16 +29,6 @@ using testing::TestbedProcess;
 
 bool AnyNamespaceOf(const std::string& tag) {
   return ShellOutput("ip netns list 2>/dev/null").find(tag + "-") != std::string::npos;
-}
-
-// The numbers of a JSON array field: "[1, 2]" -> {1, 2}.
-std::vector<double> Numbers(const std::string& row, const std::string& key) {
-  std::smatch match;
-  std::vector<double> values;
-  if (!std::regex_search(row, match, std::regex("\"" + key + "\": \\[([^\\]]*)\\]"))) return values;
-  std::stringstream list(match[1].str());
-  for (std::string item; std::getline(list, item, ',');) values.push_back(std::atof(item.c_str()));
-  return values;
 }
 
 class NetnsRacksTest : public ::testing::Test {
@@ -104,8 +95,8 @@ TEST_F(NetnsRacksTest, TwoRacksRunExactAndTheUplinksCountWhatTheSchedulesSay) {
     SCOPED_TRACE(row);
     EXPECT_EQ(JsonField(row, "wrong"), "0");
     EXPECT_EQ(JsonField(row, "fabric"), "2 racks, 2:1 uplinks, packed");
-    const std::vector<double> up = Numbers(row, "uplink_theory_bytes_up");
-    const std::vector<double> wire = Numbers(row, "uplink_wire_bytes_up");
+    const std::vector<double> up = JsonNumbers(row, "uplink_theory_bytes_up");
+    const std::vector<double> wire = JsonNumbers(row, "uplink_wire_bytes_up");
     ASSERT_EQ(up.size(), 2u);
     ASSERT_EQ(wire.size(), 2u);
     for (int r = 0; r < 2; ++r) {
@@ -114,9 +105,9 @@ TEST_F(NetnsRacksTest, TwoRacksRunExactAndTheUplinksCountWhatTheSchedulesSay) {
     }
   }
   // Per rack and direction: ring 2(N-1)/N M = 1.5 MiB, hierarchical M, ps 2 M.
-  EXPECT_EQ(Numbers(rows[0], "uplink_theory_bytes_up")[0], 3 << 19);
-  EXPECT_EQ(Numbers(rows[1], "uplink_theory_bytes_up")[0], 1 << 20);
-  EXPECT_EQ(Numbers(rows[2], "uplink_theory_bytes_up")[0], 2 << 20);
+  EXPECT_EQ(JsonNumbers(rows[0], "uplink_theory_bytes_up")[0], 3 << 19);
+  EXPECT_EQ(JsonNumbers(rows[1], "uplink_theory_bytes_up")[0], 1 << 20);
+  EXPECT_EQ(JsonNumbers(rows[2], "uplink_theory_bytes_up")[0], 2 << 20);
   // Rows split the counters where each arrives, so only their sum is exact:
   // the payload, plus headers and the control traffic, a few percent.
   EXPECT_GE(counted, theory);

@@ -19,20 +19,11 @@ namespace {
 
 using testing::CanBuildNamespaces;
 using testing::JsonField;
+using testing::JsonNumbers;
 using testing::Lines;
 using testing::RunCli;
 using testing::TempDir;
 using testing::TestbedProcess;
-
-// The numbers of a JSON array field: "[1, 2]" -> {1, 2}.
-std::vector<double> Numbers(const std::string& row, const std::string& key) {
-  std::smatch match;
-  std::vector<double> values;
-  if (!std::regex_search(row, match, std::regex("\"" + key + "\": \\[([^\\]]*)\\]"))) return values;
-  std::stringstream list(match[1].str());
-  for (std::string item; std::getline(list, item, ',');) values.push_back(std::atof(item.c_str()));
-  return values;
-}
 
 std::vector<std::string> RunLocal(const std::string& dir, std::vector<std::string> args) {
   TestbedProcess testbed(TESTBED_CLI_PATH, args, dir);
@@ -54,7 +45,7 @@ TEST(Stragglers, ARankThatBeginsLateHoldsEveryoneBackAndIsTheFastest) {
     EXPECT_EQ(JsonField(row, "wrong"), "0");
     EXPECT_EQ(JsonField(row, "fabric"), "flat, worker 1 50000 us late");
     EXPECT_GE(std::atof(JsonField(row, "time_us_p50").c_str()), 50000);
-    const std::vector<double> ranks = Numbers(row, "rank_time_us_p50");
+    const std::vector<double> ranks = JsonNumbers(row, "rank_time_us_p50");
     ASSERT_EQ(ranks.size(), 3u);
     EXPECT_LT(ranks[1], 25000);  // it found the others waiting
     EXPECT_GE(ranks[0], 45000);
