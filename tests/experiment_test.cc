@@ -369,6 +369,23 @@ TEST(WorkerTest, WireBytesComeOnlyFromARanksOwnInterface) {
   EXPECT_FALSE(ReadInterfaceBytes("no-such-device0").has_value());
 }
 
+TEST(WorkerTest, WireBytesAreReadFromTheProcessesOwnNamespacesTable) {
+  const std::string table =
+      "Inter-|   Receive                                                |  Transmit\n"
+      " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
+      "drop fifo colls carrier compressed\n"
+      "    lo:  500 5 0 0 0 0 0 0  500 5 0 0 0 0 0 0\n"
+      " eth01: 7777 7 0 0 0 0 0 0 8888 8 0 0 0 0 0 0\n"
+      "  eth0:1234567 90 0 0 0 0 0 0 7654321 80 0 0 0 0 0 0\n";
+  const auto eth0 = ParseProcNetDev(table, "eth0");
+  ASSERT_TRUE(eth0.has_value());
+  EXPECT_EQ(eth0->received, 1234567u);  // no space after the colon at 7 digits
+  EXPECT_EQ(eth0->sent, 7654321u);
+  EXPECT_EQ(ParseProcNetDev(table, "eth01")->sent, 8888u);  // a longer name, not a prefix
+  EXPECT_FALSE(ParseProcNetDev(table, "eth").has_value());
+  EXPECT_FALSE(ParseProcNetDev(" eth0: 1 2 3\n", "eth0").has_value());  // a cut line
+}
+
 TEST(WorkerTest, TransportLabelListsTheEndpointsLanes) {
   const std::string info =
       "#                 lane[0]:  0:tcp/lo.0 md[0]  -> md[0]/tcp/sysdev[255] am am_bw#0\n"
