@@ -12,6 +12,9 @@ namespace testbed {
 namespace {
 
 constexpr std::uint64_t kMaxRankDelayMicros = 60'000'000;  // a minute per iteration
+constexpr std::uint64_t kDefaultLinkQueueMicros = 20'000;   // a switch-like buffer
+constexpr std::uint64_t kMinLinkQueueMicros = 1'000;
+constexpr std::uint64_t kMaxLinkQueueMicros = 10'000'000;
 
 template <typename... Parts>
 absl::Status Bad(const Parts&... parts) {
@@ -74,6 +77,11 @@ absl::Status ValidateFabric(const proto::Fabric& fabric, int workers) {
   }
   if (fabric.uplink_case() != proto::Fabric::UPLINK_NOT_SET && Flat(fabric)) {
     return Bad("an uplink needs racks: set racks to 2 or more");
+  }
+  if (fabric.link_queue_us() != 0 && (fabric.link_queue_us() < kMinLinkQueueMicros ||
+                                      fabric.link_queue_us() > kMaxLinkQueueMicros)) {
+    return Bad("link_queue_us must be ", kMinLinkQueueMicros, " .. ", kMaxLinkQueueMicros,
+               " (1 ms .. 10 s), not ", fabric.link_queue_us());
   }
   for (const proto::SlowRank& slow : fabric.slow_ranks()) {
     if (slow.worker() >= static_cast<std::uint32_t>(workers)) {
@@ -139,6 +147,10 @@ std::uint64_t LongestRankDelayMicros(const proto::Fabric& fabric) {
   return delay;
 }
 
+std::uint64_t LinkQueueMicros(const proto::Fabric& fabric) {
+  return fabric.link_queue_us() == 0 ? kDefaultLinkQueueMicros : fabric.link_queue_us();
+}
+
 ServerSites ServerSitesOf(const proto::Fabric& fabric, double link_bps) {
   return {link_bps, fabric.server_placement() == proto::ServerPlacement::colocated};
 }
@@ -152,6 +164,9 @@ std::string FabricSummary(const proto::Fabric& fabric) {
   }
   for (const proto::SlowRank& slow : fabric.slow_ranks()) {
     absl::StrAppend(&servers, ", worker ", slow.worker(), " ", slow.delay_us(), " us late");
+  }
+  if (fabric.link_queue_us() != 0) {
+    absl::StrAppend(&servers, ", ", fabric.link_queue_us() / 1000.0, " ms link queues");
   }
   if (Flat(fabric)) return "flat" + servers;
   std::string text = absl::StrCat(fabric.racks(), " racks");

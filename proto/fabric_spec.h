@@ -36,6 +36,10 @@ LinkRates LinkRatesOf(const proto::Fabric& fabric, int workers, double host_link
 // shard's link (the experiment's link rate).
 ServerSites ServerSitesOf(const proto::Fabric& fabric, double link_bps);
 
+// How long a packet may wait in a shaped link's queue (link_queue_us, or the
+// 20 ms default).
+std::uint64_t LinkQueueMicros(const proto::Fabric& fabric);
+
 // How long rank `rank` waits before each iteration (slow_ranks); 0 for most.
 std::uint64_t RankDelayMicros(const proto::Fabric& fabric, int rank);
 // The longest of them: what every collective waits for.

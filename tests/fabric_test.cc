@@ -53,6 +53,15 @@ TEST(FabricSpec, EachMistakeIsRefusedNamingTheField) {
             "bad fabric: host_links of worker 2 needs a link_rate_bps above 0");
   EXPECT_EQ(ValidateFabric(Racks(2000), 1024).message(),
             "bad fabric: racks 2000 is over the limit of 1024 (common/limits.h)");
+  proto::Fabric queue;
+  queue.set_link_queue_us(500);
+  EXPECT_EQ(ValidateFabric(queue, 8).message(),
+            "bad fabric: link_queue_us must be 1000 .. 10000000 (1 ms .. 10 s), not 500");
+  queue.set_link_queue_us(100'000);
+  EXPECT_TRUE(ValidateFabric(queue, 8).ok());
+  EXPECT_EQ(LinkQueueMicros(queue), 100'000u);
+  EXPECT_EQ(LinkQueueMicros(proto::Fabric()), 20'000u);  // the default
+  EXPECT_EQ(FabricSummary(queue), "flat, 100 ms link queues");
   EXPECT_TRUE(ValidateFabric(proto::Fabric(), 1).ok());
   EXPECT_TRUE(ValidateFabric(Racks(2, 4), 8).ok());
   EXPECT_TRUE(ValidateFabric(Racks(3), 8).ok());
@@ -210,8 +219,16 @@ TEST(FabricCli, EveryFabricFileParsesAndBadFlagsAreRefused) {
             std::string::npos) << crowded.second;
   const auto loopback = RunCli("local -n 2 --racks 2 --oversubscription 4");
   EXPECT_EQ(loopback.first, 2) << loopback.second;
-  EXPECT_NE(loopback.second.find("uplink and host link rates need the netns network"),
+  EXPECT_NE(loopback.second.find("uplink and host link rates and link queues need the netns"),
             std::string::npos) << loopback.second;
+  const auto queue = RunCli("local -n 2 --link-queue 100ms");
+  EXPECT_EQ(queue.first, 2) << queue.second;
+  EXPECT_NE(queue.second.find("link queues need the netns network"), std::string::npos)
+      << queue.second;
+  const auto shallow = RunCli("traffic -n 8 --link-queue 100us");
+  EXPECT_EQ(shallow.first, 2) << shallow.second;
+  EXPECT_NE(shallow.second.find("link_queue_us must be 1000 .. 10000000"), std::string::npos)
+      << shallow.second;
 }
 
 }  // namespace

@@ -105,10 +105,11 @@ absl::Status ValidatePlacement(const proto::ExperimentSpec& spec) {
     return bad("a link rate needs the netns network (loopback has no links to limit)");
   }
   const proto::Fabric& fabric = spec.fabric();
-  if ((fabric.uplink_case() != proto::Fabric::UPLINK_NOT_SET || fabric.host_links_size() > 0) &&
+  if ((fabric.uplink_case() != proto::Fabric::UPLINK_NOT_SET || fabric.host_links_size() > 0 ||
+       fabric.link_queue_us() != 0) &&
       spec.network() != proto::Network::netns) {
-    return bad("uplink and host link rates need the netns network (loopback has no links to "
-               "limit); racks and placement alone run anywhere");
+    return bad("uplink and host link rates and link queues need the netns network (loopback "
+               "has no links to limit); racks and placement alone run anywhere");
   }
   if (spec.model_alpha_us() < 0 || !std::isfinite(spec.model_alpha_us())) {
     return bad("model_alpha_us must be a duration >= 0, not ", spec.model_alpha_us());

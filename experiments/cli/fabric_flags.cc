@@ -113,6 +113,17 @@ void AddFabricFlags(CLI::App& cmd, FabricFlags& f) {
                     return "";
                   })
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  AddParsedOption(cmd, "--link-queue",
+                  "How long a packet may wait in each shaped link's queue before it is dropped "
+                  "(a switch port's buffer, as time at the link's rate): 1ms .. 10s; netns "
+                  "only (default 20ms)",
+                  "DURATION", [&f](const std::string& text) -> std::string {
+                    absl::StatusOr<double> seconds = ParseDuration(text);
+                    if (!seconds.ok()) return std::string(seconds.status().message());
+                    f.given.set_link_queue_us(
+                        static_cast<std::uint64_t>(std::llround(*seconds * 1e6)));
+                    return "";
+                  });
   AddParsedOption(cmd, "--host-link",
                   "A slower (or faster) link for one worker's host, WORKER=RATE (3=25mbit); "
                   "repeat for more",
@@ -143,6 +154,7 @@ absl::StatusOr<proto::Fabric> BuildFabric(const FabricFlags& f, proto::Fabric ba
   if (f.server_placement_option != nullptr && f.server_placement_option->count() > 0) {
     base.set_server_placement(f.server_placement);
   }
+  if (f.given.link_queue_us() != 0) base.set_link_queue_us(f.given.link_queue_us());
   for (const proto::HostLink& link : f.given.host_links()) *base.add_host_links() = link;
   for (const proto::SlowRank& slow : f.given.slow_ranks()) *base.add_slow_ranks() = slow;
   return base;

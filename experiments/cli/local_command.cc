@@ -72,6 +72,7 @@ NetnsFabricOptions FabricOptions(const proto::ExperimentSpec& spec, int servers,
   options.node_rate_bps.assign(static_cast<std::size_t>(server_nodes), 0);
   options.node_rate_bps.insert(options.node_rate_bps.end(), rates.host_bps.begin(),
                                rates.host_bps.end());
+  options.link_queue_us = LinkQueueMicros(spec.fabric());
   if (rates.uplink_bps.empty()) return options;
   options.uplink_rate_bps = rates.uplink_bps;
   options.rack_of_node.assign(static_cast<std::size_t>(server_nodes), -1);

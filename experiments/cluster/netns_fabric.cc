@@ -144,17 +144,20 @@ std::string RateArg(double bps) { return absl::StrCat(static_cast<std::int64_t>(
 std::vector<std::vector<std::string>> LimitCommands(const std::string& node_ns,
                                                     const std::string& hub_ns,
                                                     const std::string& hub_port, double bps,
+                                                    std::uint64_t queue_us,
                                                     const std::string& node_device =
                                                         NetnsFabric::kNodeDevice) {
   const std::string rate = RateArg(bps);
   const std::string burst = absl::StrCat(TbfBurstBytes(bps));
   // latency: how long a packet may wait in the bucket's queue (its length);
-  // 20 ms is a switch-like buffer at these rates, enough for TCP to keep the
-  // link full without the seconds of queueing a bloated buffer would add.
+  // the default 20 ms (proto/fabric.proto, link_queue_us) is a switch-like
+  // buffer at these rates, enough for TCP to keep the link full without the
+  // seconds of queueing a bloated buffer would add.
+  const std::string latency = absl::StrCat(queue_us, "us");
   const auto tbf = [&](const std::string& ns, const std::string& dev) {
     return std::vector<std::string>{kTc,    "-n",   ns,    "qdisc",   "replace", "dev",
                                     dev,    "root", "tbf", "rate",    rate,      "burst",
-                                    burst,  "latency", "20ms"};
+                                    burst,  "latency", latency};
   };
   return {tbf(node_ns, node_device), tbf(hub_ns, hub_port)};
 }
@@ -288,7 +291,7 @@ absl::Status NetnsFabric::Build(const NetnsFabricOptions& options) {
         {kIp, "-n", ns, "link", "set", kNodeDevice, "up"},
     };
     if (rate > 0) {
-      for (auto& limit : LimitCommands(ns, hub_, port, rate)) {
+      for (auto& limit : LimitCommands(ns, hub_, port, rate, options.link_queue_us)) {
         node.push_back(std::move(limit));
       }
     }
@@ -316,7 +319,8 @@ absl::Status NetnsFabric::BuildRacks(const NetnsFabricOptions& options,
     };
     if (options.uplink_rate_bps[r] > 0) {
       // Both ends of the pair live in the hub: each end's egress is one direction.
-      for (auto& limit : LimitCommands(hub_, hub_, down, options.uplink_rate_bps[r], up)) {
+      for (auto& limit : LimitCommands(hub_, hub_, down, options.uplink_rate_bps[r],
+                                       options.link_queue_us, up)) {
         rack.push_back(std::move(limit));
       }
     }

@@ -47,6 +47,8 @@ struct NetnsFabricOptions {
   std::vector<int> rack_of_node = {};
   std::vector<double> uplink_rate_bps = {};  // per rack, each direction; 0 = unlimited
   std::vector<double> node_rate_bps = {};    // per node, where > 0 instead of link_rate_bps
+  // How long a packet may wait in each shaped link's queue (tbf's latency).
+  std::uint64_t link_queue_us = 20'000;
 };
 
 // The payload and headers that crossed one rack's uplink, as its veth pair

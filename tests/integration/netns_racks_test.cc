@@ -46,12 +46,15 @@ TEST_F(NetnsRacksTest, EachRackHangsOffItsBridgeBehindAnUplinkLimitedBothWays) {
     options.rack_of_node = {-1, 0, 0, 1};
     options.uplink_rate_bps = {50e6, 25e6};
     options.node_rate_bps = {0, 0, 0, 10e6};
+    options.link_queue_us = 50'000;
     auto fabric = NetnsFabric::Create(options);
     ASSERT_TRUE(fabric.ok()) << fabric.status();
     NetnsFabric& f = **fabric;
     EXPECT_EQ(f.racks(), 2);
     const std::string hub = "tc -n " + f.hub_namespace() + " qdisc show dev ";
     EXPECT_NE(ShellOutput(hub + "u0").find("rate 50Mbit"), std::string::npos);
+    EXPECT_NE(ShellOutput(hub + "u0").find("lat 50ms"), std::string::npos) << ShellOutput(hub + "u0");
+    EXPECT_NE(ShellOutput(hub + "n1").find("lat 50ms"), std::string::npos) << ShellOutput(hub + "n1");
     EXPECT_NE(ShellOutput(hub + "s0").find("rate 50Mbit"), std::string::npos);
     EXPECT_NE(ShellOutput(hub + "u1").find("rate 25Mbit"), std::string::npos);
     EXPECT_NE(ShellOutput(hub + "s1").find("rate 25Mbit"), std::string::npos);
