@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <queue>
 #include <vector>
@@ -64,41 +65,73 @@ class FlowSimulator {
  private:
   struct Flow {
     FlowPath path;
-    double remaining;  // bytes
-    double rate = 0;   // bytes/s, from the last solve
-    std::uint64_t tag;
+    double remaining = 0;  // bytes, at time `since`
+    double rate = 0;       // bytes/s
+    double since = 0;
+    std::uint64_t tag = 0;
+    std::uint32_t version = 0;  // bumped on every change; stale ends are skipped
+    bool live = false;          // on its links (entered, not yet finished)
   };
-  struct Pending {  // a flow's entry or a timer, by time
+  struct Arrival {  // a flow's entry into the network
     double time;
-    std::uint64_t sequence;  // ties in the order they were made
-    bool is_flow;
-    std::uint32_t index;     // into waiting_ (flows) or unused (timers)
+    std::uint32_t flow;
+  };
+  // Flows started with one delay enter in the order they were started: a
+  // queue per delay, not a heap (a run uses one or two: alpha, and none).
+  struct DelayQueue {
+    double delay;
+    std::deque<Arrival> arrivals;
+  };
+  struct Timer {
+    double time;
+    std::uint64_t sequence;  // ties in the order they were set
     std::uint64_t tag;
-    bool operator>(const Pending& other) const {
+    bool operator>(const Timer& other) const {
       return time != other.time ? time > other.time : sequence > other.sequence;
     }
   };
+  struct End {  // when a flow ends at its current rate
+    double time;
+    std::uint32_t flow;
+    std::uint32_t version;
+    bool operator>(const End& other) const { return time > other.time; }
+  };
 
+  std::uint32_t NewFlow();
+  void Enter(std::uint32_t flow);
+  void Finish(std::uint32_t flow);
+  void CollectComponent();
   void SolveRates();
-  double NextFlowEnd() const;
-  void MoveFlowsTo(double time, std::vector<SimEvent>& events);
+  double NextFlowEnd();
+  DelayQueue* EarliestArrival();
 
   double now_ = 0;
-  std::vector<double> capacity_;  // bytes/s per link
-  std::vector<Flow> flows_;       // in flight
-  bool rates_stale_ = false;
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
-  std::vector<Flow> waiting_;     // flows not yet entered, by Pending::index
-  std::vector<std::uint32_t> free_waiting_;
+  std::vector<double> capacity_;                     // bytes/s per link
+  std::vector<std::vector<std::uint32_t>> on_link_;  // flows on each link; finished ones
+                                                     // are dropped at the next solve
+  std::vector<Flow> flows_;                          // by id
+  std::vector<std::uint32_t> free_flows_;
+  std::vector<std::uint32_t> finished_;  // freed after the next solve has dropped them
+  std::vector<DelayQueue> arrivals_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends_;
+  std::vector<std::int32_t> dirty_;  // links whose flows changed since the last solve
   std::uint64_t sequence_ = 0;
   std::uint64_t flows_started_ = 0;
   std::uint64_t rate_solves_ = 0;
-  // Scratch of SolveRates, kept to spare allocations.
+  // Scratch of SolveRates: the flows and links whose rates may have changed
+  // (those reachable from a dirty link through shared links), kept to spare
+  // allocations. Marks are epochs, so nothing is cleared between solves.
+  std::vector<std::uint32_t> link_mark_;
+  std::vector<std::uint32_t> flow_mark_;
+  std::uint32_t epoch_ = 0;
+  std::vector<std::int32_t> component_links_;
+  std::vector<std::uint32_t> component_flows_;
   std::vector<double> left_;
   std::vector<std::int32_t> unfrozen_on_;
   std::vector<std::uint8_t> saturated_;
-  std::vector<std::int32_t> touched_;  // links some flow in flight crosses
   std::vector<std::uint32_t> unfrozen_;
+  std::vector<double> new_rate_;
 };
 
 }  // namespace testbed
