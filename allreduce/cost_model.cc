@@ -220,9 +220,9 @@ absl::StatusOr<CostEstimate> EstimateAlgorithm(std::string_view algorithm, int w
   }
   // The work is bounded before it is done: schedules for N ranks cost up to
   // N^2 steps (a ring), so N past the limit is refused, not built.
-  if (workers < 1 || workers > kMaxWorkers) {
+  if (workers < 1 || workers > kMaxSimulatedWorkers) {
     return absl::InvalidArgumentError(
-        absl::StrCat("workers ", workers, " is outside 1..", kMaxWorkers, " (common/limits.h)"));
+        absl::StrCat("workers ", workers, " is outside 1..", kMaxSimulatedWorkers, " (common/limits.h)"));
   }
   if (InterruptRequested()) return absl::CancelledError("interrupted");
   switch (collective->runner) {

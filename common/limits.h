@@ -7,6 +7,11 @@
 namespace testbed {
 
 inline constexpr int kMaxWorkers = 1024;  // N of an experiment or a training run
+// N that `testbed simulate` plays (no daemons: memory and time are the limit:
+// a ring's schedules hold 2 N^2 sends, naive's one round N^2 flows - about
+// 2 GB and 12 GB at this N, docs/simulator.md); rows and fabrics of simulated
+// runs are read up to it.
+inline constexpr int kMaxSimulatedWorkers = 8192;
 inline constexpr int kMaxServers = 64;    // S, parameter-server shards of an experiment
 inline constexpr int kMaxIterations = 1000000;
 inline constexpr std::int64_t kMaxBytesPerWorker = std::int64_t{4} << 30;  // 4 GiB

@@ -46,12 +46,12 @@ std::vector<int> RackSizes(const proto::Fabric& fabric, int workers) {
 }  // namespace
 
 absl::Status ValidateFabric(const proto::Fabric& fabric, int workers) {
-  if (fabric.racks() > static_cast<std::uint32_t>(kMaxWorkers)) {
-    return Bad("racks ", fabric.racks(), " is over the limit of ", kMaxWorkers,
+  if (fabric.racks() > static_cast<std::uint32_t>(kMaxSimulatedWorkers)) {
+    return Bad("racks ", fabric.racks(), " is over the limit of ", kMaxSimulatedWorkers,
                " (common/limits.h)");
   }
-  if (fabric.hosts_per_rack() > static_cast<std::uint32_t>(kMaxWorkers)) {
-    return Bad("hosts_per_rack ", fabric.hosts_per_rack(), " is over the limit of ", kMaxWorkers,
+  if (fabric.hosts_per_rack() > static_cast<std::uint32_t>(kMaxSimulatedWorkers)) {
+    return Bad("hosts_per_rack ", fabric.hosts_per_rack(), " is over the limit of ", kMaxSimulatedWorkers,
                " (common/limits.h)");
   }
   if (fabric.racks() > static_cast<std::uint32_t>(workers)) {

@@ -20,7 +20,7 @@ namespace testbed {
 // Refuses, naming the field and its value: more racks than workers (a rack
 // would be empty), hosts for fewer than `workers`, an oversubscription <= 0,
 // a host link for a worker outside 0..workers-1 or at rate 0, a rack count
-// past kMaxWorkers.
+// past kMaxSimulatedWorkers.
 absl::Status ValidateFabric(const proto::Fabric& fabric, int workers);
 
 // The rack of each of `workers` ranks (the flat switch when racks <= 1).

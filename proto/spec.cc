@@ -157,10 +157,15 @@ absl::Status ValidateAlgorithms(const proto::ExperimentSpec& spec, SpecReader re
 
 }  // namespace
 
+int MaxWorkers(SpecReader reader) {
+  return reader == SpecReader::kSimulator ? kMaxSimulatedWorkers : kMaxWorkers;
+}
+
 absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) {
   if (absl::Status st = ValidateVocabulary(spec); !st.ok()) return st;
-  if (spec.workers() < 1 || spec.workers() > kMaxWorkers) {
-    return Bad("workers must be 1..", kMaxWorkers, ", not ", spec.workers());
+  const int max_workers = MaxWorkers(reader);
+  if (spec.workers() < 1 || spec.workers() > static_cast<std::uint32_t>(max_workers)) {
+    return Bad("workers must be 1..", max_workers, ", not ", spec.workers());
   }
   if (absl::Status st = ValidateAlgorithms(spec, reader); !st.ok()) return st;
   if (spec.servers() < 1 || spec.servers() > kMaxServers) {
@@ -192,7 +197,9 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
     }
   }
   for (std::uint32_t n : spec.worker_counts()) {
-    if (n < 1 || n > static_cast<std::uint32_t>(kMaxWorkers)) continue;  // refused where swept
+    if (n < 1 || n > static_cast<std::uint32_t>(max_workers)) {
+      return Bad("worker counts must be 1..", max_workers, ", not ", n);
+    }
     if (absl::Status st = ValidateFabric(spec.fabric(), static_cast<int>(n)); !st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(st.message(), " (at ", n, " workers)"));
     }

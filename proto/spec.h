@@ -53,11 +53,15 @@ void ApplyDefaults(proto::ExperimentSpec& spec);
 
 // Who checks a spec: the CLI accepts "auto" among the algorithms (it runs a
 // chosen algorithm in its place, experiments/cli/auto_algorithms.h); daemons
-// are only ever sent registry names.
-enum class SpecReader { kDaemon, kCli };
+// are only ever sent registry names; the simulator takes registry names for
+// up to kMaxSimulatedWorkers ranks (common/limits.h), since it starts none.
+enum class SpecReader { kDaemon, kCli, kSimulator };
+
+// The most workers a spec may name for `reader`.
+int MaxWorkers(SpecReader reader);
 
 // InvalidArgument naming the first bad field: unknown algorithm, N < 1 or
-// over kMaxWorkers (common/limits.h), a size that is not a whole number of
+// over MaxWorkers(reader), a size that is not a whole number of
 // elements, no sizes, an enum value this build does not know, ...
 absl::Status ValidateSpec(const proto::ExperimentSpec& spec,
                           SpecReader reader = SpecReader::kDaemon);

@@ -8,7 +8,7 @@
 #include "common/byte_size.h"
 #include "proto/spec.h"
 #include "proto/training_spec.h"
-#include "server/result_aggregator.h"
+#include "proto/result_aggregator.h"
 #include "allreduce/collective.h"
 
 namespace testbed {

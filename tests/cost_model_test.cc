@@ -34,7 +34,7 @@ std::vector<std::int64_t> Bottlenecks(const char* name, int n, std::int64_t byte
 TEST(CostModelTest, EstimatesPastTheLimitsAreRefusedBeforeAnyScheduleIsBuilt) {
   const LinkModel link{50e-6, 8e-9};
   const auto many = EstimateAlgorithm("ring", 100000, 1, 1 << 20, 4, link);
-  EXPECT_EQ(many.status().message(), "workers 100000 is outside 1..1024 (common/limits.h)");
+  EXPECT_EQ(many.status().message(), "workers 100000 is outside 1..8192 (common/limits.h)");
   const auto shards = EstimateAlgorithm("ps", 4, 65, 1 << 20, 4, link);
   EXPECT_EQ(shards.status().message(), "servers 65 is outside 1..64 (common/limits.h)");
   EXPECT_TRUE(EstimateAlgorithm("ring", 1024, 1, 1 << 20, 4, link).ok());

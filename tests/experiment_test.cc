@@ -15,7 +15,7 @@
 #include "experiments/cli/experiment_flags.h"
 #include "proto/enum_text.h"
 #include "proto/spec.h"
-#include "server/result_aggregator.h"
+#include "proto/result_aggregator.h"
 #include "worker/interface_counters.h"
 #include "worker/sweep_runner.h"
 #include "allreduce/transport/ucx_settings.h"

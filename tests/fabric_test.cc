@@ -51,8 +51,8 @@ TEST(FabricSpec, EachMistakeIsRefusedNamingTheField) {
   link.mutable_host_links(0)->set_worker(2);
   EXPECT_EQ(ValidateFabric(link, 8).message(),
             "bad fabric: host_links of worker 2 needs a link_rate_bps above 0");
-  EXPECT_EQ(ValidateFabric(Racks(2000), 1024).message(),
-            "bad fabric: racks 2000 is over the limit of 1024 (common/limits.h)");
+  EXPECT_EQ(ValidateFabric(Racks(70000), 1024).message(),
+            "bad fabric: racks 70000 is over the limit of 8192 (common/limits.h)");
   proto::Fabric queue;
   queue.set_link_queue_us(500);
   EXPECT_EQ(ValidateFabric(queue, 8).message(),

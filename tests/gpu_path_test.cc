@@ -24,7 +24,7 @@
 #include "proto/enum_text.h"
 #include "proto/spec.h"
 #include "server/in_process_shard.h"
-#include "server/result_aggregator.h"
+#include "proto/result_aggregator.h"
 #include "worker/sweep_runner.h"
 
 namespace testbed {

@@ -137,7 +137,7 @@ TEST(ResultRowTest, RowsOverTheLimitsAreRefusedNamingLineFieldValueAndLimit) {
   const std::string head = "{\"record\": \"result\", \"algorithm\": \"ring\", ";
   for (const auto& [fields, message] : std::vector<std::pair<std::string, std::string>>{
            {"\"workers\": 100000, \"bytes\": 4096}",
-            "line 2: workers 100000 is over the limit of 1024 (common/limits.h)"},
+            "line 2: workers 100000 is over the limit of 8192 (common/limits.h)"},
            {"\"workers\": 2, \"servers\": 65, \"bytes\": 4096}",
             "line 2: servers 65 is over the limit of 64 (common/limits.h)"},
            {"\"workers\": 2, \"bytes\": 4294967297}",

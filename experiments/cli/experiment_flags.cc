@@ -32,7 +32,7 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("-n,--workers", f.workers,
                  "Number of workers N; a list (2,4,8) sweeps over N, one cluster each")
       ->delimiter(',')
-      ->check(CLI::Range(1, kMaxWorkers))
+      ->check(CLI::Range(1, MaxWorkers(f.reader)))
       ->capture_default_str();
   cmd.add_option("-a,--algorithms", f.algorithms,
                  "Comma-separated, any of: " + CollectiveNames(Kinds::kAll) +
@@ -72,6 +72,18 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   AddNetworkFlag(cmd, f.network);
   AddLinkRateFlag(cmd, f.link_rate_bps);
   AddAlphaFlag(cmd, f.alpha_us);
+  if (f.reader == SpecReader::kSimulator) {
+    AddParsedOption(cmd, "--host-cost",
+                    "What each byte a rank receives costs it before the message counts (its "
+                    "reduce or copy), as a duration per byte: 0.5ns, 2ns. Default 0",
+                    "DURATION",
+                    [&f](const std::string& text) -> std::string {
+                      const absl::StatusOr<double> seconds = ParseDuration(text);
+                      if (!seconds.ok()) return std::string(seconds.status().message());
+                      f.host_ns_per_byte = *seconds * 1e9;
+                      return "";
+                    });
+  }
   AddParsedOption(cmd, "--segment",
                   "Pipelining of the scheduled collectives: off (whole steps, round by round), "
                   "auto (by message size), or SIZE: each step's message cut into segments of at "
@@ -114,10 +126,8 @@ absl::Status ValidatePlacement(const proto::ExperimentSpec& spec) {
   if (spec.model_alpha_us() < 0 || !std::isfinite(spec.model_alpha_us())) {
     return bad("model_alpha_us must be a duration >= 0, not ", spec.model_alpha_us());
   }
-  for (std::uint32_t n : spec.worker_counts()) {
-    if (n < 1 || n > static_cast<std::uint32_t>(kMaxWorkers)) {
-      return bad("worker counts must be 1..", kMaxWorkers, ", not ", n);
-    }
+  if (spec.model_host_ns_per_byte() < 0 || !std::isfinite(spec.model_host_ns_per_byte())) {
+    return bad("model_host_ns_per_byte must be >= 0, not ", spec.model_host_ns_per_byte());
   }
   return absl::OkStatus();
 }
@@ -217,6 +227,9 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--network")) spec.set_network(f.network);
   if (given("--link-rate")) spec.set_link_rate_bps(f.link_rate_bps);
   if (given("--alpha")) spec.set_model_alpha_us(f.alpha_us);
+  if (f.reader == SpecReader::kSimulator && given("--host-cost")) {
+    spec.set_model_host_ns_per_byte(f.host_ns_per_byte);
+  }
   if (given("--segment")) *spec.mutable_segment() = f.segment;
   if (given("--memory")) spec.set_memory(f.memory);
   if (given("--gpu-path")) spec.set_gpu_path(f.gpu_path);
@@ -230,7 +243,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
     for (const Collective* c : CollectivesOf(Kinds::kAllReduce)) spec.add_algorithms(std::string(c->name));
   }
   ApplyDefaults(spec);
-  if (absl::Status st = ValidateSpec(spec, SpecReader::kCli); !st.ok()) return st;
+  if (absl::Status st = ValidateSpec(spec, f.reader); !st.ok()) return st;
   if (absl::Status st = ValidatePlacement(spec); !st.ok()) return st;
   return spec;
 }

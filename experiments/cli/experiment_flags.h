@@ -47,11 +47,15 @@ struct ExperimentFlags {
   proto::Network::Kind network = proto::Network::loopback;
   std::uint64_t link_rate_bps = 0;  // netns: each node's link; 0 unlimited
   double alpha_us = kDefaultModelAlphaUs;
+  double host_ns_per_byte = 0;  // the simulator's host cost (--host-cost, simulate only)
   proto::Segment segment;  // unset: by memory (proto/vocabulary.proto)
   proto::Memory::Kind memory = proto::Memory::host;
   proto::GpuPath::Kind gpu_path = proto::GpuPath::auto_;
   std::vector<std::string> tuning;  // auto: results files to fit from (else calibrate)
   FabricFlags fabric;  // racks, uplinks, placement (proto/fabric.proto)
+  // Who takes the spec: the daemons through the CLI (auto allowed), or the
+  // simulator (more workers, no auto). Set before AddExperimentFlags.
+  SpecReader reader = SpecReader::kCli;
 };
 
 // Registers the flags on `command`.

@@ -72,11 +72,11 @@ void AddFabricFlags(CLI::App& cmd, FabricFlags& f) {
   cmd.add_option_function<std::uint32_t>(
          "--racks", [&f](std::uint32_t racks) { f.given.set_racks(racks); },
          "Racks the workers sit in, each behind one uplink to a spine (1: the flat switch)")
-      ->check(CLI::Range(1, kMaxWorkers));
+      ->check(CLI::Range(1, kMaxSimulatedWorkers));
   cmd.add_option_function<std::uint32_t>(
          "--hosts-per-rack", [&f](std::uint32_t hosts) { f.given.set_hosts_per_rack(hosts); },
          "Hosts in each rack (default: the workers dealt evenly over the racks)")
-      ->check(CLI::Range(1, kMaxWorkers));
+      ->check(CLI::Range(1, kMaxSimulatedWorkers));
   AddParsedOption(cmd, "--oversubscription",
                   "Each rack's bandwidth over its uplink's: 4 gives a rack of k hosts at the "
                   "link rate an uplink of k x rate / 4",

@@ -24,10 +24,12 @@ std::optional<LinkModel> SpecLinkModel(const proto::ExperimentSpec& spec) {
   return LinkModel{ModelAlphaSeconds(spec), 8.0 / static_cast<double>(spec.link_rate_bps())};
 }
 
-// The model's time for a row: on the spec's fabric where it has racks or a
-// host link of its own (every link's rate counts), else the flat model.
-void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
-                  proto::ResultRow& row) {
+}  // namespace
+
+void AddModelTime(const proto::ExperimentSpec& spec, proto::ResultRow& row) {
+  const std::optional<LinkModel> model = SpecLinkModel(spec);
+  if (!model) return;
+  const LinkModel& link = *model;
   absl::StatusOr<CostEstimate> estimate = EstimateRow(row, link);
   const proto::Fabric& fabric = spec.fabric();
   const int n = static_cast<int>(row.workers());
@@ -54,8 +56,6 @@ void AddModelTime(const proto::ExperimentSpec& spec, const LinkModel& link,
                           static_cast<double>(LongestRankDelayMicros(fabric)));
   }
 }
-
-}  // namespace
 
 std::string RandomHex(int bytes) {
   std::random_device random;
@@ -91,11 +91,10 @@ absl::Status SubmitOnce(const ExperimentFlags& flags, const proto::ExperimentSpe
       return st;
     }
   }
-  const std::optional<LinkModel> model = SpecLinkModel(spec);
   absl::Status write_error;
   const auto record = [&](const proto::ResultRow& measured, grpc::ClientContext& context) {
     proto::ResultRow row = measured;
-    if (model) AddModelTime(spec, *model, row);
+    AddModelTime(spec, row);
     if (target.annotate) target.annotate(row);
     if (auto it = chosen_by.find(row.bytes()); it != chosen_by.end()) {
       row.set_chosen_by(it->second);

@@ -110,6 +110,13 @@ struct Tuning {
 };
 absl::StatusOr<Tuning> ReadTuning(const ExperimentFlags& flags);
 
+// The alpha-beta model's time for `row` of `spec`, what every recorded row
+// carries beside its own (model_time_us): on the spec's fabric where it has
+// racks, a host link of its own or colocated shards (every link's rate
+// counts), else the flat model, plus the wait for the latest rank
+// (slow_ranks). Nothing without a link rate.
+void AddModelTime(const proto::ExperimentSpec& spec, proto::ResultRow& row);
+
 // Submits a spec and records its rows; "auto" among its algorithms is
 // resolved first (experiments/cli/auto_algorithms.h), from `tuning`'s rows or
 // a calibration run, and may take several submissions. An error is returned

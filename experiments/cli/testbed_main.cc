@@ -7,6 +7,7 @@
 #include "experiments/cli/report_command.h"
 #include "experiments/cli/local_command.h"
 #include "experiments/cli/run_command.h"
+#include "experiments/cli/simulate_command.h"
 #include "experiments/cli/fit_command.h"
 #include "experiments/cli/lab_command.h"
 #include "experiments/cli/model_command.h"
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
   CLI::App* local_cmd = testbed::AddLocalCommand(app, local);
   testbed::RunOptions run;
   CLI::App* run_cmd = testbed::AddRunCommand(app, run);
+  testbed::SimulateOptions simulate;
+  CLI::App* simulate_cmd = testbed::AddSimulateCommand(app, simulate);
   testbed::TrainOptions train;
   CLI::App* train_cmd = testbed::AddTrainCommand(app, train);
   testbed::LabOptions lab;
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (local_cmd->parsed()) return testbed::RunLocal(local, *local_cmd);
   if (run_cmd->parsed()) return testbed::RunRun(run, *run_cmd);
+  if (simulate_cmd->parsed()) return testbed::RunSimulate(simulate, *simulate_cmd, std::cerr);
   if (train_cmd->parsed()) return testbed::RunTrain(train, std::cout, std::cerr);
   if (lab_cmd->parsed()) return testbed::RunLab(lab);
   if (trace_cmd->parsed()) return testbed::RunTrace(trace, std::cout, std::cerr);

@@ -120,8 +120,8 @@ absl::Status CheckRowLimits(const proto::ResultRow& row) {
                                                    " is over the limit of ", limit,
                                                    " (common/limits.h)"));
   };
-  if (row.workers() > static_cast<std::uint32_t>(kMaxWorkers)) {
-    return over("workers", row.workers(), kMaxWorkers);
+  if (row.workers() > static_cast<std::uint32_t>(kMaxSimulatedWorkers)) {
+    return over("workers", row.workers(), kMaxSimulatedWorkers);
   }
   if (row.servers() > static_cast<std::uint32_t>(kMaxServers)) {
     return over("servers", row.servers(), kMaxServers);
@@ -140,27 +140,40 @@ absl::Status CheckRowLimits(const proto::ResultRow& row) {
   return absl::OkStatus();
 }
 
+// One line of a results file as `Message`, unknown fields skipped (files
+// from newer builds still read).
+template <typename Message>
+absl::StatusOr<Message> ParseLine(const std::string& line) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  Message message;
+  if (auto st = google::protobuf::util::JsonStringToMessage(line, &message, options); !st.ok()) {
+    return absl::InvalidArgumentError(st.message().as_string());
+  }
+  return message;
+}
+
+// A "result" line, held to what a row must say and to the limits.
+absl::StatusOr<proto::ResultRow> ParseResultLine(const std::string& line) {
+  absl::StatusOr<proto::ResultRow> row = ParseLine<proto::ResultRow>(line);
+  if (!row.ok()) return row.status();
+  if (row->algorithm().empty() || row->workers() < 1 || row->bytes() < 0) {
+    return absl::InvalidArgumentError("a result needs an algorithm, workers >= 1 and bytes >= 0");
+  }
+  if (absl::Status st = CheckRowLimits(*row); !st.ok()) return st;
+  return row;
+}
+
 // Keeps the "result" records of a results file's lines in `rows`.
 std::function<absl::Status(const std::string&)> KeepResultRecords(
     std::vector<proto::ResultRow>& rows) {
   return [&rows](const std::string& line) -> absl::Status {
-    google::protobuf::util::JsonParseOptions options;
-    options.ignore_unknown_fields = true;
-    proto::ResultsRecordKind kind;
-    if (auto st = google::protobuf::util::JsonStringToMessage(line, &kind, options); !st.ok()) {
-      return absl::InvalidArgumentError(st.message().as_string());
-    }
-    if (kind.record() != "result") return absl::OkStatus();
-    proto::ResultRow row;
-    if (auto st = google::protobuf::util::JsonStringToMessage(line, &row, options); !st.ok()) {
-      return absl::InvalidArgumentError(st.message().as_string());
-    }
-    if (row.algorithm().empty() || row.workers() < 1 || row.bytes() < 0) {
-      return absl::InvalidArgumentError(
-          "a result needs an algorithm, workers >= 1 and bytes >= 0");
-    }
-    if (absl::Status st = CheckRowLimits(row); !st.ok()) return st;
-    rows.push_back(std::move(row));
+    absl::StatusOr<proto::ResultsRecordKind> kind = ParseLine<proto::ResultsRecordKind>(line);
+    if (!kind.ok()) return kind.status();
+    if (kind->record() != "result") return absl::OkStatus();
+    absl::StatusOr<proto::ResultRow> row = ParseResultLine(line);
+    if (!row.ok()) return row.status();
+    rows.push_back(*std::move(row));
     return absl::OkStatus();
   };
 }
@@ -180,6 +193,29 @@ absl::StatusOr<std::vector<proto::ResultRow>> ReadResultsFiles(
     return st;
   }
   return rows;
+}
+
+absl::StatusOr<std::vector<RecordedRun>> ReadRecordedRuns(const std::vector<std::string>& files) {
+  std::vector<RecordedRun> runs;
+  const absl::Status status =
+      ForEachJsonLineOfFiles(files, [&runs](const std::string& line) -> absl::Status {
+        absl::StatusOr<proto::ResultsRecordKind> kind = ParseLine<proto::ResultsRecordKind>(line);
+        if (!kind.ok()) return kind.status();
+        if (kind->record() == "experiment") {
+          absl::StatusOr<proto::ExperimentRecord> record = ParseLine<proto::ExperimentRecord>(line);
+          if (!record.ok()) return record.status();
+          runs.push_back({record->spec(), record->deployment(), {}});
+          return absl::OkStatus();
+        }
+        if (kind->record() != "result") return absl::OkStatus();
+        if (runs.empty()) return absl::InvalidArgumentError("a result before any experiment record");
+        absl::StatusOr<proto::ResultRow> row = ParseResultLine(line);
+        if (!row.ok()) return row.status();
+        runs.back().rows.push_back(*std::move(row));
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  return runs;
 }
 
 }  // namespace testbed

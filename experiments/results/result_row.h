@@ -47,4 +47,15 @@ absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in);
 absl::StatusOr<std::vector<proto::ResultRow>> ReadResultsFiles(
     const std::vector<std::string>& files);
 
+// An experiment record of a results file and the result records after it
+// (up to the next experiment record): the spec each row was measured under.
+struct RecordedRun {
+  proto::ExperimentSpec spec;
+  std::string deployment;
+  std::vector<proto::ResultRow> rows;
+};
+// The runs of several files, in order, read as ReadResultsFiles reads rows;
+// a result record before any experiment record is an error.
+absl::StatusOr<std::vector<RecordedRun>> ReadRecordedRuns(const std::vector<std::string>& files);
+
 }  // namespace testbed

@@ -145,7 +145,7 @@ inline double MinorFaults() {
 
 // The nearest-rank percentile q of `times` (sorted): the smallest time at
 // least a fraction q of iterations reach - the testbed's rows use the same
-// rule (server/result_aggregator.cc), so medians compare like with like.
+// rule (proto/result_aggregator.cc), so medians compare like with like.
 inline double NearestRank(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0.0;
   const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));

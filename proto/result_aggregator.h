@@ -1,6 +1,9 @@
 // Turns the N per-rank measurements of one (algorithm, size) into the row
 // people read: the collective's time in an iteration is its slowest rank's;
 // payload is what the transports counted; theory is the closed form of docs/design.md.
+// The coordinator (server/coordinator_core.cc) makes measured rows with it and
+// `testbed simulate` (experiments/cli/simulate_command.cc) simulated ones, so
+// both are the same row.
 #pragma once
 
 #include <vector>

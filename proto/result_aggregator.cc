@@ -1,4 +1,4 @@
-#include "server/result_aggregator.h"
+#include "proto/result_aggregator.h"
 
 #include <algorithm>
 #include <cmath>
