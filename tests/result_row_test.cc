@@ -157,6 +157,20 @@ TEST(ResultRowTest, RowsOverTheLimitsAreRefusedNamingLineFieldValueAndLimit) {
   EXPECT_TRUE(ReadResultRows(at_limits).ok());
 }
 
+// Rows a daemon run fits to (--tuning, testbed fit) stop at the daemons'
+// limit: a simulated row of 8,192 ranks reads in a report, not in a fit.
+TEST(ResultRowTest, RowsForAFitStopAtTheDaemonsWorkerLimit) {
+  const std::string simulated =
+      "{\"record\": \"result\", \"algorithm\": \"ring\", \"workers\": 8192, \"bytes\": 4096}\n";
+  std::istringstream for_report(simulated);
+  EXPECT_TRUE(ReadResultRows(for_report).ok());
+  std::istringstream for_fit(simulated);
+  const auto rows = ReadResultRows(for_fit, SpecReader::kCli);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_EQ(rows.status().message(),
+            "line 1: workers 8192 is over the limit of 1024 (common/limits.h)");
+}
+
 TEST(ResultRowTest, ALineWithoutEndIsRefusedNotBuffered) {
   std::istringstream in(std::string(kMaxResultsLineBytes + 10, '0'));
   const auto rows = ReadResultRows(in);

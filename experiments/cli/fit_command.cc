@@ -71,7 +71,7 @@ int RunFit(const std::vector<proto::ResultRow>& rows, OutputFormat format, std::
 }
 
 int RunFit(const FitOptions& options, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::vector<proto::ResultRow>> read = ReadResultsFiles(options.files);
+  absl::StatusOr<std::vector<proto::ResultRow>> read = ReadResultsFiles(options.files, SpecReader::kCli);
   if (!read.ok()) {
     err << "error: " << read.status().message() << "\n";
     return 2;

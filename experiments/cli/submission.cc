@@ -172,7 +172,7 @@ absl::Status SubmitWithAuto(const ExperimentFlags& flags, const proto::Experimen
 
 absl::StatusOr<Tuning> ReadTuning(const ExperimentFlags& flags) {
   if (flags.tuning.empty()) return Tuning{};
-  absl::StatusOr<std::vector<proto::ResultRow>> rows = ReadResultsFiles(flags.tuning);
+  absl::StatusOr<std::vector<proto::ResultRow>> rows = ReadResultsFiles(flags.tuning, SpecReader::kCli);
   if (!rows.ok()) return rows.status();
   return Tuning{*std::move(rows),
                 absl::StrCat("alpha-beta fitted to ", absl::StrJoin(flags.tuning, ", "))};

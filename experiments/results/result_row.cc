@@ -114,14 +114,14 @@ namespace {
 // A row's counts against the documented limits (common/limits.h), before
 // anything is computed from it: a fit or an estimate builds schedules for the
 // row's N. Names the field, its value and the limit.
-absl::Status CheckRowLimits(const proto::ResultRow& row) {
+absl::Status CheckRowLimits(const proto::ResultRow& row, SpecReader reader) {
   const auto over = [](std::string_view field, auto value, auto limit) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(field), " ", value,
                                                    " is over the limit of ", limit,
                                                    " (common/limits.h)"));
   };
-  if (row.workers() > static_cast<std::uint32_t>(kMaxSimulatedWorkers)) {
-    return over("workers", row.workers(), kMaxSimulatedWorkers);
+  if (row.workers() > static_cast<std::uint32_t>(MaxWorkers(reader))) {
+    return over("workers", row.workers(), MaxWorkers(reader));
   }
   if (row.servers() > static_cast<std::uint32_t>(kMaxServers)) {
     return over("servers", row.servers(), kMaxServers);
@@ -154,24 +154,24 @@ absl::StatusOr<Message> ParseLine(const std::string& line) {
 }
 
 // A "result" line, held to what a row must say and to the limits.
-absl::StatusOr<proto::ResultRow> ParseResultLine(const std::string& line) {
+absl::StatusOr<proto::ResultRow> ParseResultLine(const std::string& line, SpecReader reader) {
   absl::StatusOr<proto::ResultRow> row = ParseLine<proto::ResultRow>(line);
   if (!row.ok()) return row.status();
   if (row->algorithm().empty() || row->workers() < 1 || row->bytes() < 0) {
     return absl::InvalidArgumentError("a result needs an algorithm, workers >= 1 and bytes >= 0");
   }
-  if (absl::Status st = CheckRowLimits(*row); !st.ok()) return st;
+  if (absl::Status st = CheckRowLimits(*row, reader); !st.ok()) return st;
   return row;
 }
 
 // Keeps the "result" records of a results file's lines in `rows`.
 std::function<absl::Status(const std::string&)> KeepResultRecords(
-    std::vector<proto::ResultRow>& rows) {
-  return [&rows](const std::string& line) -> absl::Status {
+    std::vector<proto::ResultRow>& rows, SpecReader reader) {
+  return [&rows, reader](const std::string& line) -> absl::Status {
     absl::StatusOr<proto::ResultsRecordKind> kind = ParseLine<proto::ResultsRecordKind>(line);
     if (!kind.ok()) return kind.status();
     if (kind->record() != "result") return absl::OkStatus();
-    absl::StatusOr<proto::ResultRow> row = ParseResultLine(line);
+    absl::StatusOr<proto::ResultRow> row = ParseResultLine(line, reader);
     if (!row.ok()) return row.status();
     rows.push_back(*std::move(row));
     return absl::OkStatus();
@@ -180,16 +180,18 @@ std::function<absl::Status(const std::string&)> KeepResultRecords(
 
 }  // namespace
 
-absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in) {
+absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in,
+                                                             SpecReader reader) {
   std::vector<proto::ResultRow> rows;
-  if (absl::Status st = ForEachJsonLine(in, KeepResultRecords(rows)); !st.ok()) return st;
+  if (absl::Status st = ForEachJsonLine(in, KeepResultRecords(rows, reader)); !st.ok()) return st;
   return rows;
 }
 
 absl::StatusOr<std::vector<proto::ResultRow>> ReadResultsFiles(
-    const std::vector<std::string>& files) {
+    const std::vector<std::string>& files, SpecReader reader) {
   std::vector<proto::ResultRow> rows;
-  if (absl::Status st = ForEachJsonLineOfFiles(files, KeepResultRecords(rows)); !st.ok()) {
+  if (absl::Status st = ForEachJsonLineOfFiles(files, KeepResultRecords(rows, reader));
+      !st.ok()) {
     return st;
   }
   return rows;
@@ -209,7 +211,7 @@ absl::StatusOr<std::vector<RecordedRun>> ReadRecordedRuns(const std::vector<std:
         }
         if (kind->record() != "result") return absl::OkStatus();
         if (runs.empty()) return absl::InvalidArgumentError("a result before any experiment record");
-        absl::StatusOr<proto::ResultRow> row = ParseResultLine(line);
+        absl::StatusOr<proto::ResultRow> row = ParseResultLine(line, SpecReader::kSimulator);
         if (!row.ok()) return row.status();
         runs.back().rows.push_back(*std::move(row));
         return absl::OkStatus();

@@ -17,6 +17,7 @@
 #include "experiments/results/json_lines.h"  // kMaxResultsLineBytes
 #include "experiments/results/table.h"
 #include "proto/experiment.pb.h"
+#include "proto/spec.h"  // SpecReader, MaxWorkers
 
 namespace testbed {
 
@@ -39,13 +40,18 @@ std::string ResultRecordJson(const proto::ResultRow& row);
 // record without algorithm, workers >= 1 or bytes, one whose workers,
 // servers, bytes, iterations or shard lists exceed common/limits.h (refused
 // before anything is computed from it), a malformed line or one over
-// kMaxResultsLineBytes (json_lines.h) fails with its line number.
-absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(std::istream& in);
+// kMaxResultsLineBytes (json_lines.h) fails with its line number. Workers
+// are held to MaxWorkers(reader): rows a daemon run fits its choice to
+// (--tuning, `testbed fit`) are read as SpecReader::kCli, so a simulated
+// row of 8,192 ranks cannot make a fit build schedules that large; reports
+// read simulated rows too.
+absl::StatusOr<std::vector<proto::ResultRow>> ReadResultRows(
+    std::istream& in, SpecReader reader = SpecReader::kSimulator);
 
 // The result records of several files, in order; errors name the file. Only
 // regular files are read (a device such as /dev/zero never ends).
 absl::StatusOr<std::vector<proto::ResultRow>> ReadResultsFiles(
-    const std::vector<std::string>& files);
+    const std::vector<std::string>& files, SpecReader reader = SpecReader::kSimulator);
 
 // An experiment record of a results file and the result records after it
 // (up to the next experiment record): the spec each row was measured under.
