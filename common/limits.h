@@ -12,6 +12,9 @@ inline constexpr int kMaxWorkers = 1024;  // N of an experiment or a training ru
 // 2 GB and 12 GB at this N, docs/simulator.md); rows and fabrics of simulated
 // runs are read up to it.
 inline constexpr int kMaxSimulatedWorkers = 8192;
+// Ranks a timeline (--timeline) records: a ring's N ranks have 2(N-1)
+// rounds each, about 13 MB of trace JSON at this N, what Perfetto opens.
+inline constexpr int kMaxTimelineRanks = 256;
 inline constexpr int kMaxServers = 64;    // S, parameter-server shards of an experiment
 inline constexpr int kMaxIterations = 1000000;
 inline constexpr std::int64_t kMaxBytesPerWorker = std::int64_t{4} << 30;  // 4 GiB

@@ -50,6 +50,8 @@ class ParameterServerRun {
       for (int& left : chunks_left_) left += c;
     }
     end_s_.assign(static_cast<std::size_t>(workers), -1);
+    pushes_left_ = chunks_left_;
+    pushed_s_.assign(static_cast<std::size_t>(workers), 0);
   }
 
   absl::StatusOr<std::vector<double>> Run() {
@@ -77,7 +79,30 @@ class ParameterServerRun {
 
   const FlowSimulator& sim() const { return sim_; }
 
+  // A worker's two phases, back to back: until its last chunk is pushed
+  // (pulls of chunks already reduced overlap it), then the rest of the pulls.
+  std::vector<SimSpan> Spans(int worker, std::int64_t bytes) const {
+    const auto w = static_cast<std::size_t>(worker);
+    SimSpan push;
+    push.start_s = StartDelay(worker);
+    push.end_s = std::max(push.start_s, pushed_s_[w]);
+    push.phase = "push";
+    push.sends = TotalChunks();
+    push.bytes_sent = bytes;
+    SimSpan pull;
+    pull.start_s = push.end_s;
+    pull.end_s = end_s_[w];
+    pull.phase = "pull";
+    pull.bytes_received = bytes;
+    return {push, pull};
+  }
+
  private:
+  int TotalChunks() const {
+    int total = 0;
+    for (int c : chunks_) total += c;
+    return total;
+  }
   std::size_t Stream(int worker, int shard) const {
     return static_cast<std::size_t>(worker) * static_cast<std::size_t>(s_) +
            static_cast<std::size_t>(shard);
@@ -138,6 +163,9 @@ class ParameterServerRun {
       case Tag::kPush: {
         // The stream goes on while the shard reduces what arrived.
         const int chunk = push_next_[stream]++;
+        if (--pushes_left_[static_cast<std::size_t>(worker)] == 0) {
+          pushed_s_[static_cast<std::size_t>(worker)] = sim_.now();
+        }
         PushNext(worker, shard, 0);
         if (setup_.host_s_per_byte > 0) {
           sim_.Wake(ReceiveCost(ChunkBytes(shard, chunk)), Tagged(Tag::kPushApplied, worker, shard));
@@ -178,6 +206,8 @@ class ParameterServerRun {
   std::vector<bool> pull_busy_;
   std::vector<int> chunks_left_;           // per worker: values still to arrive
   std::vector<double> end_s_;              // per worker; -1 until done
+  std::vector<int> pushes_left_;           // per worker: chunks still to push
+  std::vector<double> pushed_s_;           // per worker: when its last push arrived
 };
 
 }  // namespace
@@ -206,6 +236,7 @@ absl::StatusOr<SimResult> SimulateParameterServer(int workers, int servers, std:
   for (int w = 0; w < workers; ++w) {
     SimRank rank;
     rank.time_s = (*times)[static_cast<std::size_t>(w)];
+    if (setup.record_spans) rank.spans = run.Spans(w, bytes);
     rank.bytes_sent = bytes;
     rank.bytes_received = bytes;
     for (int s = 0; s < servers; ++s) {

@@ -69,6 +69,7 @@ struct RankState {
   std::uint32_t receives_left = 0;
   double end_s = 0;
   std::vector<Parked> parked;
+  std::vector<SimSpan> spans;  // with SimSetup::record_spans
 };
 
 // Timer tags: a receive applied after its host cost, or a late rank's start.
@@ -113,6 +114,9 @@ class ScheduleRun {
   }
 
   const FlowSimulator& sim() const { return sim_; }
+  std::vector<SimSpan> TakeSpans(int rank) {
+    return std::move(ranks_[static_cast<std::size_t>(rank)].spans);
+  }
 
  private:
   double StartDelay(int rank) const {
@@ -137,6 +141,7 @@ class ScheduleRun {
     const CompactSchedule& plan = plans_[static_cast<std::size_t>(rank)];
     for (;; ++round) {
       state.round = round;
+      if (setup_.record_spans && !state.spans.empty()) state.spans.back().end_s = sim_.now();
       if (round == plan.rounds()) {
         state.done = true;
         state.end_s = sim_.now();
@@ -144,6 +149,7 @@ class ScheduleRun {
       }
       const std::uint32_t first = plan.round_begin[static_cast<std::size_t>(round)];
       const std::uint32_t last = plan.round_begin[static_cast<std::size_t>(round) + 1];
+      if (setup_.record_spans) RecordSpan(rank, round, first, last);
       state.sends_left = last - first;
       state.receives_left = plan.receives[static_cast<std::size_t>(round)];
       for (std::uint32_t i = first; i < last; ++i) {
@@ -167,6 +173,23 @@ class ScheduleRun {
     }
   }
 
+  // A span for each round with traffic; a round without any takes no time.
+  void RecordSpan(int rank, int round, std::uint32_t first, std::uint32_t last) {
+    RankState& state = ranks_[static_cast<std::size_t>(rank)];
+    const CompactSchedule& plan = plans_[static_cast<std::size_t>(rank)];
+    const std::uint32_t receives = plan.receives[static_cast<std::size_t>(round)];
+    if (first == last && receives == 0) return;
+    SimSpan span;
+    span.start_s = span.end_s = sim_.now();
+    span.round = round;
+    span.peer = first < last ? plan.sends[first].peer : -1;
+    span.sends = static_cast<std::int32_t>(last - first);
+    for (std::uint32_t i = first; i < last; ++i) {
+      span.bytes_sent += static_cast<std::int64_t>(plan.sends[i].count) * element_size_;
+    }
+    state.spans.push_back(span);  // bytes_received grow as its messages arrive
+  }
+
   void RoundWorkDone(int rank) {
     const RankState& state = ranks_[static_cast<std::size_t>(rank)];
     if (state.sends_left == 0 && state.receives_left == 0) Enter(rank, state.round + 1);
@@ -185,6 +208,11 @@ class ScheduleRun {
     }
     const int from = static_cast<int>(event.tag >> 32);
     const CompactSend& send = SendOf(event.tag);
+    if (setup_.record_spans) {
+      // Rendezvous: the receiver is in the message's round until it arrives.
+      ranks_[static_cast<std::size_t>(send.peer)].spans.back().bytes_received +=
+          static_cast<std::int64_t>(send.count) * element_size_;
+    }
     --ranks_[static_cast<std::size_t>(from)].sends_left;
     RoundWorkDone(from);
     if (setup_.host_s_per_byte > 0) {
@@ -243,7 +271,10 @@ absl::StatusOr<SimResult> SimulateSchedule(const Collective& collective, int wor
   ScheduleRun run(std::move(plans), element_size, setup);
   absl::StatusOr<std::vector<double>> times = run.Run();
   if (!times.ok()) return times.status();
-  for (std::size_t r = 0; r < times->size(); ++r) result.ranks[r].time_s = (*times)[r];
+  for (std::size_t r = 0; r < times->size(); ++r) {
+    result.ranks[r].time_s = (*times)[r];
+    result.ranks[r].spans = run.TakeSpans(static_cast<int>(r));
+  }
   result.flows = run.sim().flows_started();
   result.rate_solves = run.sim().rate_solves();
   return result;

@@ -37,6 +37,13 @@
 
 namespace testbed {
 
+// What of a TCP link's rate carries payload: at a 1500-byte MTU with TCP
+// timestamps (Linux's default) a segment carries 1448 payload bytes in 1514
+// on the wire, and tc's shapers charge every segment's Ethernet, IP and TCP
+// headers (the emulated links, experiments/cluster/netns_fabric.cc), so
+// payload moves 4.4% slower than the link rate.
+inline constexpr double kTcpPayloadPerWireByte = 1448.0 / 1514.0;
+
 struct SimSetup {
   Placement placement;        // must pass ValidateRackPlacement
   LinkRates rates;            // host_bps: one per rank; 0 is unlimited
@@ -44,6 +51,22 @@ struct SimSetup {
   double alpha_s = 0;         // per message (per stream, ps)
   double host_s_per_byte = 0;  // a receiver's cost per byte received
   std::vector<double> start_delay_s;  // per rank, or empty: every rank starts at 0
+  bool record_spans = false;          // fill SimRank::spans, for a timeline
+};
+
+// A stretch of one rank's time on the timeline: a round of its schedule in
+// which it sends or receives, or a phase of the parameter server's protocol.
+// Times are the simulation's clock (a late rank's first span starts late);
+// a rank's spans are back to back, so they add up to its time.
+struct SimSpan {
+  double start_s = 0;
+  double end_s = 0;
+  std::int32_t round = -1;  // the schedule's round; -1 for a ps phase
+  const char* phase = "";   // ps: "push" (until its last chunk is pushed), "pull" (the rest)
+  std::int32_t peer = -1;   // the round's first send goes to; -1 without sends
+  std::int32_t sends = 0;
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
 };
 
 struct SimRank {
@@ -51,6 +74,7 @@ struct SimRank {
   std::int64_t bytes_sent = 0;
   std::int64_t bytes_received = 0;
   std::vector<std::int64_t> shard_bytes;  // ps: pushed to and pulled from each shard
+  std::vector<SimSpan> spans;             // with SimSetup::record_spans
 };
 
 struct SimResult {

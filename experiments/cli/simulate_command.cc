@@ -11,6 +11,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/simulator/simulation.h"
 #include "common/byte_size.h"
+#include "common/limits.h"
 #include "common/link_units.h"
 #include "experiments/cli/simulate_validation.h"
 #include "experiments/cli/submission.h"
@@ -42,12 +43,20 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions& options) {
                   "point. Alpha is fitted per family (schedules, ps) to the points under 1 MiB "
                   "unless --alpha is given; --host-cost applies")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--timeline", options.timeline,
+                  "Write every row's ranks over time to this file as Chrome trace-event JSON "
+                  "(open it in ui.perfetto.dev or chrome://tracing): a process per row, a track "
+                  "per rank, a span per round with traffic (ps: its push and pull phases) with "
+                  "peer and bytes, the slowest rank's track marked; up to " +
+                      std::to_string(kMaxTimelineRanks) + " workers");
   cmd->footer(
       "Examples:\n"
       "  testbed simulate --link-rate 100mbit -n 4 -a ring,ps --servers 4 -s 16MiB\n"
       "  testbed simulate --link-rate 1gbit -n 64,512,4096 --racks 64 --oversubscription 4 \\\n"
       "      -a ring,hierarchical,tree -s 64MiB --out scale.jsonl\n"
       "  testbed simulate --spec experiments/specs/traffic_tradeoffs.textproto --format csv\n"
+      "  testbed simulate --link-rate 100mbit -n 8 --racks 2 --oversubscription 4 \\\n"
+      "      -a ring,hierarchical -s 16MiB --timeline racks.json\n"
       "  testbed simulate --against experiments/reference/simulator_validation.jsonl\n"
       "With --out R.jsonl it also writes R.md, the course table of every run in R.jsonl, where\n"
       "simulated rows stand apart from measured ones by their transport.");
@@ -61,8 +70,12 @@ SimSetup SetupOf(const proto::ExperimentSpec& spec) {
   const auto link = static_cast<double>(spec.link_rate_bps());
   SimSetup setup;
   setup.placement = PlacementOf(spec.fabric(), n);
+  // Every link carries TCP: its payload rate is below its wire rate.
   setup.rates = LinkRatesOf(spec.fabric(), n, link);
+  for (double& bps : setup.rates.host_bps) bps *= kTcpPayloadPerWireByte;
+  for (double& bps : setup.rates.uplink_bps) bps *= kTcpPayloadPerWireByte;
   setup.sites = ServerSitesOf(spec.fabric(), link);
+  setup.sites.server_bps *= kTcpPayloadPerWireByte;
   setup.alpha_s = ModelAlphaSeconds(spec);
   setup.host_s_per_byte = spec.model_host_ns_per_byte() * 1e-9;
   if (LongestRankDelayMicros(spec.fabric()) > 0) {
@@ -122,18 +135,21 @@ absl::Status CheckSimulable(const proto::ExperimentSpec& spec) {
 
 std::string Deployment(const proto::ExperimentSpec& spec) {
   return absl::StrCat("simulated: flow-level, max-min fair links of ",
-                      FormatLinkRate(spec.link_rate_bps()), ", fabric ",
+                      FormatLinkRate(spec.link_rate_bps()), " (payload ",
+                      kTcpPayloadPerWireByte, " of each: TCP at MTU 1500), fabric ",
                       FabricSummary(spec.fabric()), ", alpha ", ModelAlphaSeconds(spec) * 1e6,
                       " us per message, host cost ", spec.model_host_ns_per_byte(), " ns/byte");
 }
 
-// Every (algorithm, size) of one N, into `sink` and `out` (if open).
+// Every (algorithm, size) of one N, into `sink`, `out` (if open) and
+// `timeline` (if given).
 absl::Status SimulateOneN(const proto::ExperimentSpec& spec, RowSink& sink, ResultsFile& out,
-                          std::ostream& err) {
+                          std::vector<TimelineRow>* timeline, std::ostream& err) {
   for (const std::string& algorithm : spec.algorithms()) {
     for (std::int64_t bytes : spec.sizes()) {
       double wall_s = 0;
-      absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, bytes, &wall_s);
+      TimelineRow* spans = timeline != nullptr ? &timeline->emplace_back() : nullptr;
+      absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, bytes, &wall_s, spans);
       if (!row.ok()) return row.status();
       err << "testbed simulate: N = " << spec.workers() << ", " << algorithm << ", "
           << FormatByteSize(bytes) << ": " << row->time_us_avg() / 1e6 << " s simulated in "
@@ -147,15 +163,43 @@ absl::Status SimulateOneN(const proto::ExperimentSpec& spec, RowSink& sink, Resu
   return absl::OkStatus();
 }
 
+// The simulated ranks' spans as a timeline row, in microseconds.
+TimelineRow TimelineOf(const proto::ExperimentSpec& spec, const std::string& algorithm,
+                       std::int64_t bytes, const SimResult& sim) {
+  TimelineRow row;
+  row.title = absl::StrCat(algorithm, " ", FormatByteSize(bytes), ", N = ", spec.workers(),
+                           " (simulated)");
+  double slowest_s = -1;
+  for (std::size_t r = 0; r < sim.ranks.size(); ++r) {
+    const SimRank& rank = sim.ranks[r];
+    if (rank.time_s > slowest_s) {
+      slowest_s = rank.time_s;
+      row.slowest_rank = static_cast<int>(r);
+    }
+    std::vector<TimelineSpan>& spans = row.ranks.emplace_back();
+    for (const SimSpan& span : rank.spans) {
+      spans.push_back({span.start_s * 1e6, span.end_s * 1e6,
+                       span.round >= 0 ? absl::StrCat("round ", span.round) : span.phase,
+                       span.peer, span.sends, span.bytes_sent, span.bytes_received});
+    }
+  }
+  return row;
+}
+
 }  // namespace
 
 absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
                                              const std::string& algorithm, std::int64_t bytes,
-                                             double* wall_s) {
+                                             double* wall_s, TimelineRow* timeline) {
   const Collective* collective = FindCollective(algorithm);
   if (collective == nullptr) return absl::InvalidArgumentError("unknown algorithm " + algorithm);
   const int n = static_cast<int>(spec.workers());
-  const SimSetup setup = SetupOf(spec);
+  if (timeline != nullptr && n > kMaxTimelineRanks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a timeline records up to ", kMaxTimelineRanks, " ranks (common/limits.h), not ", n));
+  }
+  SimSetup setup = SetupOf(spec);
+  setup.record_spans = timeline != nullptr;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<SimResult> sim =
       collective->has_schedule()
@@ -166,6 +210,7 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
     *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   if (!sim.ok()) return sim.status();
+  if (timeline != nullptr) *timeline = TimelineOf(spec, algorithm, bytes, *sim);
   absl::StatusOr<proto::ResultRow> row = AggregateRow(spec, RankResults(algorithm, bytes, *sim));
   if (row.ok()) AddModelTime(spec, *row);
   return row;
@@ -204,7 +249,26 @@ int RunSimulate(const SimulateOptions& options, const CLI::App& command, std::os
     err << "error: " << spec.status().message() << "\n";
     return 2;
   }
+  if (!options.timeline.empty()) {
+    for (int n : WorkerCounts(*spec)) {
+      if (n > kMaxTimelineRanks) {
+        err << "error: --timeline records up to " << kMaxTimelineRanks
+            << " workers (a trace of every rank's rounds; common/limits.h), not " << n << "\n";
+        return 2;
+      }
+    }
+  }
   if (!CanWriteResults(options.experiment.out)) return 2;
+  std::vector<TimelineRow> timeline;
+  const auto write_timeline = [&]() {
+    if (options.timeline.empty()) return true;
+    if (absl::Status st = WriteTimeline(options.timeline, timeline, Deployment(*spec)); !st.ok()) {
+      err << "error: " << st.message() << "\n";
+      return false;
+    }
+    err << "timeline (" << timeline.size() << " rows) written to " << options.timeline << "\n";
+    return true;
+  };
   RowSink sink(options.experiment);
   for (int n : WorkerCounts(*spec)) {
     proto::ExperimentSpec one = *spec;
@@ -214,14 +278,19 @@ int RunSimulate(const SimulateOptions& options, const CLI::App& command, std::os
     absl::Status status = options.experiment.out.empty()
                               ? absl::OkStatus()
                               : out.Open(options.experiment.out, one, Deployment(one));
-    if (status.ok()) status = SimulateOneN(one, sink, out, err);
+    if (status.ok()) {
+      status = SimulateOneN(one, sink, out, options.timeline.empty() ? nullptr : &timeline, err);
+    }
     if (!status.ok()) {
+      if (!timeline.empty() && timeline.back().ranks.empty()) timeline.pop_back();  // failed
+      write_timeline();
       sink.PrintTable();
       err << "error: " << status.message() << "\n";
       return 1;
     }
   }
   sink.PrintTable();
+  if (!write_timeline()) return 1;
   if (!options.experiment.out.empty()) {
     err << "results appended to " << options.experiment.out << "\n";
     const std::string markdown = CourseTablePathFor(options.experiment.out);

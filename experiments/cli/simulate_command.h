@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "experiments/cli/experiment_flags.h"
+#include "experiments/results/timeline.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {
@@ -31,6 +32,9 @@ struct SimulateOptions {
   // Results files of measured runs to re-simulate instead of an experiment
   // (experiments/cli/simulate_validation.h).
   std::vector<std::string> against;
+  // Chrome trace-event JSON of every row's ranks, round by round
+  // (experiments/results/timeline.h); empty: none.
+  std::string timeline;
 };
 
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions& options);
@@ -38,9 +42,11 @@ int RunSimulate(const SimulateOptions& options, const CLI::App& command, std::os
 
 // One (algorithm, size) of `spec` (one N: spec.workers()) simulated into the
 // row a run would have reported, model time included. `wall_s` gets the
-// simulator's own time.
+// simulator's own time; `timeline`, if given, every rank's spans (up to
+// kMaxTimelineRanks ranks, common/limits.h).
 absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
                                              const std::string& algorithm, std::int64_t bytes,
-                                             double* wall_s = nullptr);
+                                             double* wall_s = nullptr,
+                                             TimelineRow* timeline = nullptr);
 
 }  // namespace testbed

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/link_units.h"
 #include "allreduce/collective.h"
 #include "common/byte_size.h"
 #include "experiments/cli/simulate_command.h"
@@ -100,8 +101,9 @@ double Geomean(const std::vector<double>& errors) {
   return std::exp(sum / static_cast<double>(errors.size()));
 }
 
-AlgorithmError Summarize(const std::string& name, const std::vector<const ValidationPoint*>& points) {
-  AlgorithmError summary{name};
+AlgorithmError Summarize(const std::string& name, const std::string& link,
+                         const std::vector<const ValidationPoint*>& points) {
+  AlgorithmError summary{name, link};
   std::vector<double> large, small;
   for (const ValidationPoint* p : points) {
     ++summary.points;
@@ -147,19 +149,29 @@ absl::StatusOr<Validation> ValidateSimulator(const std::vector<RecordedRun>& run
     absl::StatusOr<double> simulated = SimulatedUs(m, alpha, host_ns_per_byte);
     if (!simulated.ok()) return simulated.status();
     v.points.push_back({m.row.algorithm(), static_cast<int>(m.row.workers()), m.row.bytes(),
-                        FabricSummary(m.spec.fabric()), m.row.time_us_p50(), *simulated});
+                        FabricSummary(m.spec.fabric()), FormatLinkRate(m.spec.link_rate_bps()),
+                        m.row.time_us_p50(), *simulated});
   }
+  std::vector<std::string> links;
+  std::map<std::string, std::vector<const ValidationPoint*>> by_link;
   std::vector<const ValidationPoint*> all;
   for (const ValidationPoint& p : v.points) {
-    by_algorithm[p.algorithm].push_back(&p);
+    if (by_link.count(p.link) == 0) links.push_back(p.link);
+    by_link[p.link].push_back(&p);
+    by_algorithm[p.link + " " + p.algorithm].push_back(&p);
     all.push_back(&p);
   }
-  // In the registry's order, as every table lists algorithms.
-  for (const Collective& c : AllCollectives()) {
-    auto it = by_algorithm.find(std::string(c.name));
-    if (it != by_algorithm.end()) v.by_algorithm.push_back(Summarize(it->first, it->second));
+  for (const std::string& link : links) {
+    // In the registry's order, as every table lists algorithms.
+    for (const Collective& c : AllCollectives()) {
+      auto it = by_algorithm.find(link + " " + std::string(c.name));
+      if (it != by_algorithm.end()) {
+        v.by_algorithm.push_back(Summarize(std::string(c.name), link, it->second));
+      }
+    }
+    v.by_algorithm.push_back(Summarize("all", link, by_link[link]));
   }
-  v.all = Summarize("all", all);
+  v.all = Summarize("all", "", all);
   return v;
 }
 
@@ -174,20 +186,22 @@ void PrintValidation(const Validation& v, const std::string& source, std::ostrea
       << " for the schedules, per stream "
       << alpha(v.calibration.ps_alpha_us, v.calibration.ps_points) << " for ps.\n"
       << "Error: simulated / measured median - 1; geomean: the geometric mean of |error|.\n\n"
-      << "| algorithm | points | geomean >= 1 MiB | geomean < 1 MiB | worst |\n"
-      << "|---|---:|---:|---:|---:|\n";
+      << "| link | algorithm | points | geomean >= 1 MiB | geomean < 1 MiB | worst |\n"
+      << "|---|---|---:|---:|---:|---:|\n";
   const auto pct = [](double e) { return absl::StrFormat("%.1f%%", 100 * e); };
   std::vector<AlgorithmError> rows = v.by_algorithm;
   rows.push_back(v.all);
   for (const AlgorithmError& a : rows) {
-    out << "| " << a.algorithm << " | " << a.points << " | "
+    out << "| " << (a.link.empty() ? "every" : a.link) << " | " << a.algorithm << " | "
+        << a.points << " | "
         << (a.large > 0 ? pct(a.large_geomean) : "–") << " | "
         << (a.small > 0 ? pct(a.small_geomean) : "–") << " | " << pct(a.worst) << " |\n";
   }
-  out << "\n| algorithm | N | fabric | size | measured p50 | simulated | error |\n"
-      << "|---|---:|---|---:|---:|---:|---:|\n";
+  out << "\n| link | algorithm | N | fabric | size | measured p50 | simulated | error |\n"
+      << "|---|---|---:|---|---:|---:|---:|---:|\n";
   for (const ValidationPoint& p : v.points) {
-    out << "| " << p.algorithm << " | " << p.workers << " | " << p.fabric << " | "
+    out << "| " << p.link << " | " << p.algorithm << " | " << p.workers << " | " << p.fabric
+        << " | "
         << FormatByteSize(p.bytes) << " | " << absl::StrFormat("%.0f us", p.measured_us) << " | "
         << absl::StrFormat("%.0f us", p.simulated_us) << " | "
         << absl::StrFormat("%+.1f%%", 100 * p.error()) << " |\n";

@@ -27,6 +27,7 @@ struct ValidationPoint {
   int workers = 0;
   std::int64_t bytes = 0;
   std::string fabric;
+  std::string link;        // the host links' rate, "100mbit"
   double measured_us = 0;  // the row's median
   double simulated_us = 0;
   double error() const { return simulated_us / measured_us - 1; }
@@ -41,7 +42,8 @@ struct Calibration {
 };
 
 struct AlgorithmError {
-  std::string algorithm;
+  std::string algorithm;  // or "all"
+  std::string link;       // the link rate its points ran at; empty: every one
   int points = 0;
   int large = 0;  // points of kCalibrationBytes and more
   double large_geomean = 0;  // geometric mean of |error| over them
@@ -53,6 +55,8 @@ struct AlgorithmError {
 struct Validation {
   Calibration calibration;
   std::vector<ValidationPoint> points;
+  // Per link rate (in the order the points came), each algorithm in the
+  // registry's order, then "all" of that rate.
   std::vector<AlgorithmError> by_algorithm;
   AlgorithmError all;  // every point ("all")
 };
