@@ -13,6 +13,8 @@ For each number of workers N it writes, as PNG and SVG:
 and, when the files hold more than one N:
   time_vs_n    time per algorithm against N at the largest size measured for
                every N (log-log)
+  busbw_vs_n   bus bandwidth per algorithm against N at that size (where each
+               algorithm stops using the links as N grows: simulated sweeps)
 and, from `testbed train --out` rows (proto/training.proto):
   train_accuracy   test accuracy against training time, one line per run
   train_step_vs_n  mean step time against N, one line per scheme (sweeps over N)
@@ -328,7 +330,7 @@ def model_plot(series, n, out_dir, name):
     save(fig, out_dir, name)
 
 
-def time_vs_n_plot(rows, many_files, out_dir, name):
+def vs_n_plot(rows, many_files, field, ylabel, logy, out_dir, name):
     workers = sorted({int(r["workers"]) for r in rows})
     if len(workers) < 2:
         return
@@ -341,18 +343,19 @@ def time_vs_n_plot(rows, many_files, out_dir, name):
     series = defaultdict(list)
     for r in rows:
         if r["bytes"] == size:
-            series[series_key(r, many_files)].append((int(r["workers"]), r["time_us_avg"]))
+            series[series_key(r, many_files)].append((int(r["workers"]), r.get(field, 0)))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for key in sorted(series, key=sort_key):
         xs, ys = zip(*sorted(series[key]))
         ax.plot(xs, ys, marker="o", markersize=4, label=key)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    if logy:
+        ax.set_yscale("log")
     ax.set_xticks(workers)
     ax.set_xticklabels([str(n) for n in workers])
     ax.set_xlabel("workers N")
-    ax.set_ylabel("time per collective (µs)")
-    ax.set_title(f"Time vs N at M={size_label(size)}")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{ylabel.split(' (')[0].capitalize()} vs N at M={size_label(size)}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     save(fig, out_dir, name)
@@ -385,7 +388,10 @@ def main():
                   f"Bus bandwidth vs message size, N={n}", False, args.out, f"busbw_n{n}")
         traffic_plot(series, n, args.out, f"traffic_n{n}")
         model_plot(series, n, args.out, f"model_n{n}")
-    time_vs_n_plot(rows, many_files, args.out, "time_vs_n")
+    vs_n_plot(rows, many_files, "time_us_avg", "time per collective (µs)", True, args.out,
+              "time_vs_n")
+    vs_n_plot(rows, many_files, "busbw_gbps", "bus bandwidth (GB/s, algbw·2(N−1)/N)", False,
+              args.out, "busbw_vs_n")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ trap 'rm -rf "$dir"' EXIT
   done
 } > "$dir/r.jsonl"
 "$python" "$plot" "$dir/r.jsonl" --out "$dir/fig"
-for name in time_n2 busbw_n2 traffic_n2 model_n2 time_n4 model_n4 time_vs_n; do
+for name in time_n2 busbw_n2 traffic_n2 model_n2 time_n4 model_n4 time_vs_n busbw_vs_n; do
   for ext in png svg; do
     [[ -s "$dir/fig/$name.$ext" ]] || { echo "missing $name.$ext"; ls "$dir/fig"; exit 1; }
   done
