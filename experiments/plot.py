@@ -15,13 +15,16 @@ and, when the files hold more than one N:
                every N (log-log)
   busbw_vs_n   bus bandwidth per algorithm against N at that size (where each
                algorithm stops using the links as N grows: simulated sweeps)
+  time_vs_n_SIZE, busbw_vs_n_SIZE
+               the same at each smaller size every N was measured at (where
+               the latency terms, not the links, pick the winner)
 and, from `testbed train --out` rows (proto/training.proto):
   train_accuracy   test accuracy against training time, one line per run
   train_step_vs_n  mean step time against N, one line per scheme (sweeps over N)
   train_step_time  each run's mean step time: compute, exposed and hidden
                    communication
-One line or bar group per (algorithm, transport); when several files are given,
-the file name is added to the label. Needs python3-matplotlib.
+One line or bar group per (algorithm, transport), ps also per number of
+servers k; when several files are given, the file name is added to the label. Needs python3-matplotlib.
 """
 import argparse
 import json
@@ -229,13 +232,17 @@ def series_key(row, many_files):
     # Rows that --algorithms auto chose are their own series, beside the
     # algorithms it chose among.
     algorithm = "auto" if row.get("chosen_by") else row["algorithm"]
+    if algorithm == "ps" and row.get("servers"):
+        algorithm += f" k={row['servers']}"
     name = f"{algorithm} ({row.get('transport') or '-'})"
     return name + (f" [{row['_file']}]" if many_files else "")
 
 
 def sort_key(key):
-    algorithm = key.split(" ")[0]
-    return (ORDER.index(algorithm) if algorithm in ORDER else len(ORDER), key)
+    algorithm, _, rest = key.partition(" ")
+    # ps k=8 before ps k=64: servers by number, not by text.
+    servers = int(rest[2:].split(" ")[0]) if rest.startswith("k=") else 0
+    return (ORDER.index(algorithm) if algorithm in ORDER else len(ORDER), servers, key)
 
 
 def save(fig, out_dir, name):
@@ -330,16 +337,18 @@ def model_plot(series, n, out_dir, name):
     save(fig, out_dir, name)
 
 
-def vs_n_plot(rows, many_files, field, ylabel, logy, out_dir, name):
+def common_sizes(rows):
+    """The sizes every N was measured at, largest first."""
     workers = sorted({int(r["workers"]) for r in rows})
     if len(workers) < 2:
-        return
-    # The largest size every N was measured at.
+        return []
     common = set.intersection(*({r["bytes"] for r in rows if int(r["workers"]) == n}
                                 for n in workers))
-    if not common:
-        return
-    size = max(common)
+    return sorted(common, reverse=True)
+
+
+def vs_n_plot(rows, size, many_files, field, ylabel, logy, out_dir, name):
+    workers = sorted({int(r["workers"]) for r in rows})
     series = defaultdict(list)
     for r in rows:
         if r["bytes"] == size:
@@ -359,6 +368,17 @@ def vs_n_plot(rows, many_files, field, ylabel, logy, out_dir, name):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     save(fig, out_dir, name)
+
+
+def vs_n_plots(rows, many_files, out_dir):
+    # The largest common size keeps the plain names; each smaller one is named
+    # by its size.
+    for i, size in enumerate(common_sizes(rows)):
+        suffix = "" if i == 0 else f"_{size_label(size)}"
+        vs_n_plot(rows, size, many_files, "time_us_avg", "time per collective (µs)", True,
+                  out_dir, "time_vs_n" + suffix)
+        vs_n_plot(rows, size, many_files, "busbw_gbps", "bus bandwidth (GB/s, algbw·2(N−1)/N)",
+                  False, out_dir, "busbw_vs_n" + suffix)
 
 
 def main():
@@ -388,10 +408,7 @@ def main():
                   f"Bus bandwidth vs message size, N={n}", False, args.out, f"busbw_n{n}")
         traffic_plot(series, n, args.out, f"traffic_n{n}")
         model_plot(series, n, args.out, f"model_n{n}")
-    vs_n_plot(rows, many_files, "time_us_avg", "time per collective (µs)", True, args.out,
-              "time_vs_n")
-    vs_n_plot(rows, many_files, "busbw_gbps", "bus bandwidth (GB/s, algbw·2(N−1)/N)", False,
-              args.out, "busbw_vs_n")
+    vs_n_plots(rows, many_files, args.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # experiments/plot.py on a small results file: every figure it promises for
 # the rows given (time, bus bandwidth, traffic with wire bytes, measured vs
-# model, time vs N; training accuracy against time and the step-time
+# model, time vs N at each common size, ps per k; training accuracy against time and the step-time
 # breakdown) is written as PNG and SVG. Skipped (77) without matplotlib.
 set -euo pipefail
 plot=$1
@@ -21,10 +21,19 @@ trap 'rm -rf "$dir"' EXIT
   done
 } > "$dir/r.jsonl"
 "$python" "$plot" "$dir/r.jsonl" --out "$dir/fig"
-for name in time_n2 busbw_n2 traffic_n2 model_n2 time_n4 model_n4 time_vs_n busbw_vs_n; do
+for name in time_n2 busbw_n2 traffic_n2 model_n2 time_n4 model_n4 time_vs_n busbw_vs_n \
+    time_vs_n_64KiB busbw_vs_n_64KiB; do
   for ext in png svg; do
     [[ -s "$dir/fig/$name.$ext" ]] || { echo "missing $name.$ext"; ls "$dir/fig"; exit 1; }
   done
+done
+# ps with several server counts: a line per k, named by it.
+sed 's/"algorithm": "ps"/"algorithm": "ps", "servers": 2/' "$dir/r.jsonl" > "$dir/k.jsonl"
+grep '"algorithm": "ps"' "$dir/r.jsonl" | sed 's/"algorithm": "ps"/"algorithm": "ps", "servers": 4/' \
+  >> "$dir/k.jsonl"
+"$python" "$plot" "$dir/k.jsonl" --out "$dir/k_fig"
+for k in 2 4; do
+  grep -q "ps k=$k" "$dir/k_fig/time_vs_n.svg" || { echo "no ps k=$k line in time_vs_n"; exit 1; }
 done
 # `testbed train --out` rows (int64 fields as strings, as protobuf writes them).
 for sync in ps ring; do
