@@ -180,9 +180,39 @@ class CreationLock {
 
 absl::Status RunTool(const std::vector<std::string>& argv) { return RunToolOutput(argv).status(); }
 
+// A full frame of a 1500-byte MTU, its Ethernet, IPv4 and TCP (with timestamps)
+// headers, and the TCP payload it carries.
+constexpr std::int64_t kEthernetFrameBytes = 1514;
+constexpr std::int64_t kFrameHeaderBytes = 66;
+constexpr std::int64_t kFramePayloadBytes = kEthernetFrameBytes - kFrameHeaderBytes;
+
 std::int64_t TbfBurstBytes(double link_rate_bps) {
   const std::int64_t one_ms = static_cast<std::int64_t>(link_rate_bps / 8 / 1000);
-  return std::max<std::int64_t>(one_ms, 96 * 1024);
+  return std::max<std::int64_t>(one_ms, 2 * kEthernetFrameBytes);
+}
+
+// The largest offloaded packet whose frames fit a bucket whole: tc charges such
+// a packet its payload and every frame's headers, not just the first's.
+std::int64_t OffloadBytesThatFit(std::int64_t bucket_bytes) {
+  return (bucket_bytes - kFrameHeaderBytes) * kFramePayloadBytes / kEthernetFrameBytes;
+}
+
+std::int64_t GsoMaxBytes(const NetnsFabricOptions& options, int node) {
+  constexpr std::int64_t kKernelGsoMaxBytes = 65536;
+  std::int64_t bytes = kKernelGsoMaxBytes;
+  const auto bound_by = [&](double bps) {
+    if (bps > 0) bytes = std::min(bytes, OffloadBytesThatFit(TbfBurstBytes(bps)));
+  };
+  const bool own_rate = static_cast<std::size_t>(node) < options.node_rate_bps.size() &&
+                        options.node_rate_bps[node] > 0;
+  bound_by(own_rate ? options.node_rate_bps[node] : options.link_rate_bps);
+  const int rack = static_cast<std::size_t>(node) < options.rack_of_node.size()
+                       ? options.rack_of_node[node]
+                       : -1;
+  if (rack >= 0 && static_cast<std::size_t>(rack) < options.uplink_rate_bps.size()) {
+    bound_by(options.uplink_rate_bps[rack]);
+  }
+  return bytes;
 }
 
 int CleanStaleNetnsSets(std::ostream& log) {
@@ -288,7 +318,8 @@ absl::Status NetnsFabric::Build(const NetnsFabricOptions& options) {
          hub_},
         {kIp, "-n", hub_, "link", "set", port, "master", bridge, "up"},
         {kIp, "-n", ns, "addr", "add", node_addresses_.back() + "/24", "dev", kNodeDevice},
-        {kIp, "-n", ns, "link", "set", kNodeDevice, "up"},
+        {kIp, "-n", ns, "link", "set", kNodeDevice, "gso_max_size",
+         absl::StrCat(GsoMaxBytes(options, i)), "up"},
     };
     if (rate > 0) {
       for (auto& limit : LimitCommands(ns, hub_, port, rate, options.link_queue_us)) {

@@ -112,10 +112,19 @@ class NetnsFabric {
 // Returns how many sets were removed.
 int CleanStaleNetnsSets(std::ostream& log);
 
-// tbf's token bucket for a rate: large enough to pass a 64 KiB segmentation-
-// offload packet whole (or tbf would split or drop it), small enough that a
-// burst skews a transfer of a few MiB by well under 1%.
+// tbf's token bucket for a rate: 1 ms of the rate, and never less than two
+// full Ethernet frames. The bucket is what an idle link passes at once, above
+// its rate; the 96 KiB floor it had let an idle 100 Mbit/s link deliver a
+// 64 KiB message in no time, so tree at N = 2 measured a third of its model
+// (docs/simulator.md, Validation).
 std::int64_t TbfBurstBytes(double link_rate_bps);
+
+// The largest segmentation-offload packet node `node` may send (its eth0's
+// gso_max_size): one whose frames, headers and all, fit the bucket of its own
+// link and of its rack's uplink, and at most the kernel's 64 KiB. A larger one
+// tbf splits in software: at 100 Mbit/s with a 2 ms bucket, a ring at N = 8
+// kept 1.81 of the 2 cores busy instead of 0.98 (docs/deployments.md).
+std::int64_t GsoMaxBytes(const NetnsFabricOptions& options, int node);
 
 // Runs argv (no shell), waits; fails with its stderr when it exits non-zero.
 absl::Status RunTool(const std::vector<std::string>& argv);

@@ -67,6 +67,10 @@ TEST_F(NetnsTest, FabricLimitsEveryLinkBothWaysAndRemovesItAll) {
       const std::string in =
           ShellOutput("tc -n " + f.hub_namespace() + " qdisc show dev n" + std::to_string(node));
       EXPECT_NE(in.find("rate 100Mbit"), std::string::npos) << in;
+      EXPECT_NE(in.find("burst 12500b"), std::string::npos) << in;
+      const std::string link =
+          ShellOutput("ip -d -n " + f.namespace_of(node) + " link show dev eth0");
+      EXPECT_NE(link.find("gso_max_size 11891 "), std::string::npos) << link;
       const std::string addr =
           ShellOutput("ip -n " + f.namespace_of(node) + " -4 addr show dev eth0");
       EXPECT_NE(addr.find(f.address_of(node) + "/24"), std::string::npos) << addr;
@@ -80,6 +84,23 @@ TEST_F(NetnsTest, FabricLimitsEveryLinkBothWaysAndRemovesItAll) {
     EXPECT_NE(reach.find("Connection refused"), std::string::npos) << reach;
   }
   EXPECT_TRUE(Leftovers(tag).empty());
+}
+
+// A link's token bucket is 1 ms of its rate (two frames at the least), and no
+// node sends an offloaded packet whose frames, headers and all, overflow the
+// smallest bucket on its way out, its own link's or its rack's uplink's.
+TEST(NetnsBuckets, HoldOneMillisecondOfTheRateAndBoundTheOffloadedPackets) {
+  EXPECT_EQ(TbfBurstBytes(100e6), 12'500);
+  EXPECT_EQ(TbfBurstBytes(1e9), 125'000);
+  EXPECT_EQ(TbfBurstBytes(10e6), 2 * 1514);
+  NetnsFabricOptions options{4, 100e6, ""};
+  options.rack_of_node = {-1, 0, 0, 1};
+  options.uplink_rate_bps = {1e9, 25e6};
+  options.node_rate_bps = {1e9, 0, 0, 0};
+  EXPECT_EQ(GsoMaxBytes(options, 0), 65'536);  // 1 Gbit/s on the spine: the kernel's cap
+  EXPECT_EQ(GsoMaxBytes(options, 1), 11'891);  // its own 100 Mbit/s link: 12,500 less headers
+  EXPECT_EQ(GsoMaxBytes(options, 3), 2'925);   // its rack's 25 Mbit/s uplink: 3,125 less headers
+  EXPECT_EQ(GsoMaxBytes({2, 0, ""}, 1), 65'536);   // unlimited links
 }
 
 TEST_F(NetnsTest, StaleSetOfAKilledOwnerIsRemovedByTheNextRun) {
@@ -146,6 +167,29 @@ TEST_F(NetnsTest, LocalRunIsExactCountsWireBytesAndLeavesNothingBehind) {
   const std::string err = testbed.Stderr();
   ASSERT_TRUE(std::regex_search(err, cluster, std::regex("emulated cluster (tb[0-9]+):"))) << err;
   EXPECT_TRUE(Leftovers(cluster[1].str()).empty());
+  std::filesystem::remove_all(dir);
+}
+
+// An idle link is no faster than its rate: tree at N = 2 sends 256 KiB one way,
+// then back, each direction on a link that idled before. With a 96 KiB bucket
+// the first 96 KiB of each passed at once and the run took 0.68x its model.
+TEST_F(NetnsTest, AnIdleLinkPassesNoMoreThanItsRate) {
+  const std::string dir = TempDir("netns-idle");
+  TestbedProcess testbed(TESTBED_CLI_PATH,
+                         {"local", "--network", "netns", "--link-rate", "100mbit", "--workers",
+                          "2", "--algorithms", "tree", "--sizes", "256KiB", "--iters", "7",
+                          "--warmup", "1", "--format", "json"},
+                         dir);
+  const auto status = testbed.Wait(std::chrono::minutes(3));
+  ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+  ASSERT_EQ(*status, 0) << testbed.Stderr();
+  const std::vector<std::string> rows = Lines(testbed.Stdout());
+  ASSERT_EQ(rows.size(), 1u) << testbed.Stdout();
+  EXPECT_EQ(JsonField(rows[0], "wrong"), "0");
+  const double p50 = std::atof(JsonField(rows[0], "time_us_p50").c_str());
+  const double model = std::atof(JsonField(rows[0], "model_time_us").c_str());
+  ASSERT_GT(model, 0);
+  EXPECT_GE(p50, 0.85 * model) << rows[0];
   std::filesystem::remove_all(dir);
 }
 
