@@ -34,6 +34,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/cost_model.h"
 #include "allreduce/placement.h"
+#include "common/ethernet_frame.h"
 
 namespace testbed {
 
@@ -42,7 +43,8 @@ namespace testbed {
 // on the wire, and tc's shapers charge every segment's Ethernet, IP and TCP
 // headers (the emulated links, experiments/cluster/netns_fabric.cc), so
 // payload moves 4.4% slower than the link rate.
-inline constexpr double kTcpPayloadPerWireByte = 1448.0 / 1514.0;
+inline constexpr double kTcpPayloadPerWireByte =
+    static_cast<double>(kFramePayloadBytes) / kEthernetFrameBytes;
 
 struct SimSetup {
   Placement placement;        // must pass ValidateRackPlacement

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/ethernet_frame.h"
 
 extern char** environ;
 
@@ -179,12 +180,6 @@ class CreationLock {
 }  // namespace
 
 absl::Status RunTool(const std::vector<std::string>& argv) { return RunToolOutput(argv).status(); }
-
-// A full frame of a 1500-byte MTU, its Ethernet, IPv4 and TCP (with timestamps)
-// headers, and the TCP payload it carries.
-constexpr std::int64_t kEthernetFrameBytes = 1514;
-constexpr std::int64_t kFrameHeaderBytes = 66;
-constexpr std::int64_t kFramePayloadBytes = kEthernetFrameBytes - kFrameHeaderBytes;
 
 std::int64_t TbfBurstBytes(double link_rate_bps) {
   const std::int64_t one_ms = static_cast<std::int64_t>(link_rate_bps / 8 / 1000);
