@@ -111,6 +111,14 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
     std::sort(own.begin(), own.end());
     row.add_rank_time_us_p50(static_cast<std::uint64_t>(std::llround(NearestRank(own, 0.5))));
   }
+  if (spec.record_rounds()) {
+    for (const proto::RankResult& result : by_rank) {
+      row.add_rank_round_counts(static_cast<std::uint32_t>(result.round_end_us_size()));
+      for (double us : result.round_end_us()) {
+        row.add_rank_round_end_us(static_cast<std::uint64_t>(std::llround(std::max(0.0, us))));
+      }
+    }
+  }
   std::vector<double> times(iterations, 0.0);
   for (int i = 0; i < iterations; ++i) {
     for (const proto::RankResult& result : by_rank) {

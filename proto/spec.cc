@@ -1,6 +1,7 @@
 #include "proto/spec.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "allreduce/algorithm_choice.h"
@@ -157,6 +158,11 @@ absl::Status ValidateAlgorithms(const proto::ExperimentSpec& spec, SpecReader re
 
 }  // namespace
 
+std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec) {
+  if (spec.worker_counts().empty()) return {static_cast<int>(spec.workers())};
+  return {spec.worker_counts().begin(), spec.worker_counts().end()};
+}
+
 int MaxWorkers(SpecReader reader) {
   return reader == SpecReader::kSimulator ? kMaxSimulatedWorkers : kMaxWorkers;
 }
@@ -187,12 +193,18 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
     return st;
   }
   if (spec.fabric().server_placement() == proto::ServerPlacement::colocated && UsesParameterServer(spec)) {
-    for (int n : spec.worker_counts().empty()
-                     ? std::vector<int>{static_cast<int>(spec.workers())}
-                     : std::vector<int>(spec.worker_counts().begin(), spec.worker_counts().end())) {
+    for (int n : WorkerCounts(spec)) {
       if (static_cast<int>(spec.servers()) > n) {
         return Bad("servers colocated with the workers need servers <= workers, not ",
                    spec.servers(), " servers for ", n, " workers");
+      }
+    }
+  }
+  if (spec.record_rounds()) {
+    for (int n : WorkerCounts(spec)) {
+      if (n > kMaxTimelineRanks) {
+        return Bad("a timeline (record_rounds, --timeline) records up to ", kMaxTimelineRanks,
+                   " workers, not ", n);
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -59,6 +60,9 @@ enum class SpecReader { kDaemon, kCli, kSimulator };
 
 // The most workers a spec may name for `reader`.
 int MaxWorkers(SpecReader reader);
+
+// The worker counts a spec sweeps over: worker_counts, else {workers}.
+std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec);
 
 // InvalidArgument naming the first bad field: unknown algorithm, N < 1 or
 // over MaxWorkers(reader), a size that is not a whole number of

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "experiments/cli/simulate_command.h"
+#include "experiments/results/row_timeline.h"
 #include "experiments/results/timeline.h"
 #include "proto/spec.h"
 #include "tests/process_runner.h"
@@ -37,6 +38,7 @@ proto::ExperimentSpec RacksWithALateRank() {
   proto::SlowRank* late = spec.mutable_fabric()->add_slow_ranks();
   late->set_worker(5);
   late->set_delay_us(30'000);
+  spec.set_record_rounds(true);
   return spec;
 }
 
@@ -49,20 +51,21 @@ double Duration(const std::vector<TimelineSpan>& spans) {
 TEST(TimelineTest, EachRanksSpansAreBackToBackAndTheSlowestRankAddsUpToTheRow) {
   const proto::ExperimentSpec spec = RacksWithALateRank();
   for (const char* algorithm : {"ring", "tree", "hierarchical", "naive", "ps"}) {
-    TimelineRow timeline;
-    absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, 4 << 20, nullptr, &timeline);
+    absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, 4 << 20);
     ASSERT_TRUE(row.ok()) << row.status();
+    const TimelineRow timeline = TimelineOfRow(spec, *row);
     ASSERT_EQ(timeline.ranks.size(), 8u) << algorithm;
     ASSERT_GE(timeline.slowest_rank, 0) << algorithm;
+    // Round ends are whole microseconds.
     EXPECT_NEAR(Duration(timeline.ranks[static_cast<std::size_t>(timeline.slowest_rank)]),
-                row->time_us_max(), 0.01)
+                row->time_us_max(), 0.5)
         << algorithm;
     std::int64_t sent = 0;
     std::int64_t received = 0;
     for (std::size_t r = 0; r < timeline.ranks.size(); ++r) {
       const std::vector<TimelineSpan>& spans = timeline.ranks[r];
       ASSERT_FALSE(spans.empty()) << algorithm << " rank " << r;
-      EXPECT_LE(Duration(spans), row->time_us_max() + 0.01) << algorithm << " rank " << r;
+      EXPECT_LE(Duration(spans), row->time_us_max() + 0.5) << algorithm << " rank " << r;
       for (std::size_t i = 1; i < spans.size(); ++i) {
         EXPECT_DOUBLE_EQ(spans[i].start_us, spans[i - 1].end_us) << algorithm << " rank " << r;
       }
@@ -82,8 +85,9 @@ TEST(TimelineTest, EachRanksSpansAreBackToBackAndTheSlowestRankAddsUpToTheRow) {
 TEST(TimelineTest, ARingsSpansAreItsRoundsWithTheirPeerAndBytes) {
   proto::ExperimentSpec spec = RacksWithALateRank();
   spec.mutable_fabric()->clear_slow_ranks();
-  TimelineRow timeline;
-  ASSERT_TRUE(SimulateRow(spec, "ring", 8 << 20, nullptr, &timeline).ok());
+  absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, "ring", 8 << 20);
+  ASSERT_TRUE(row.ok()) << row.status();
+  const TimelineRow timeline = TimelineOfRow(spec, *row);
   const std::vector<TimelineSpan>& rank2 = timeline.ranks[2];
   ASSERT_EQ(rank2.size(), 14u);  // 2(N-1) rounds
   EXPECT_EQ(rank2[0].name, "round 0");
@@ -140,7 +144,7 @@ TEST(TimelineTest, MoreRanksThanATraceHoldsAreRefusedBeforeAnythingRuns) {
   const auto [code, out] = RunCli("simulate --link-rate 1gbit -n 8,300 -a ring -s 1MiB --timeline " +
                                   dir + "/t.json");
   EXPECT_EQ(code, 2) << out;
-  EXPECT_THAT(out, HasSubstr("--timeline records up to 256 workers"));
+  EXPECT_THAT(out, HasSubstr("records up to 256 workers, not 300"));
   EXPECT_THAT(out, ::testing::Not(HasSubstr("N = 8")));
 }
 

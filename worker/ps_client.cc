@@ -33,7 +33,8 @@ PsClient::PsClient(std::vector<std::string> shard_addresses, Credentials credent
       credentials_(std::move(credentials)),
       tls_(std::move(tls)),
       timeout_(timeout),
-      traffic_(addresses_.size()) {
+      traffic_(addresses_.size()),
+      push_done_(addresses_.size()) {
   Connect();
 }
 
@@ -230,6 +231,7 @@ absl::Status PsClient::ShardStep(int s, const std::string& tensor, const Layout&
   std::future<void> writer_done = written.get_future();
   std::thread writer([&] {
     pushed = WritePush(*stream, header, layout, slice, data, lent);
+    push_done_[s] = std::chrono::steady_clock::now();
     written.set_value();
   });
   std::uint64_t pulled = 0;
@@ -347,6 +349,10 @@ absl::Status PsClient::PushPull(const std::string& tensor, std::uint32_t worker,
     if (!st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+std::chrono::steady_clock::time_point PsClient::last_push_done() const {
+  return *std::max_element(push_done_.begin(), push_done_.end());
 }
 
 void PsClient::AwaitLentSlices(LentSlices& lent) {

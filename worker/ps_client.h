@@ -80,6 +80,9 @@ class PsClient {
   absl::Status Forget(const std::string& tensor);
 
   const std::vector<ShardTraffic>& traffic() const { return traffic_; }
+  // When the last PushPull's push was written, every shard's: its last chunk
+  // handed to gRPC (a timeline's push phase ends there, RankResult.round_end_us).
+  std::chrono::steady_clock::time_point last_push_done() const;
   // Also zeroes staged_bytes().
   void ResetTraffic();
 
@@ -152,6 +155,9 @@ class PsClient {
   std::vector<grpc::internal::RpcMethod> push_pull_;  // by shard
   std::map<std::string, Layout> tensors_;  // declared, by name
   std::vector<ShardTraffic> traffic_;
+  // By shard: when its writer of the last step ended. Each writer sets its
+  // own; PushPull joins them before anyone reads.
+  std::vector<std::chrono::steady_clock::time_point> push_done_;
   // Shared with the slices gRPC holds, which may outlive a step.
   std::shared_ptr<StagingPool> staging_pool_ = std::make_shared<StagingPool>();
   std::atomic<std::uint64_t> staged_bytes_{0};  // shard threads add to it

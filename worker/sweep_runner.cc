@@ -19,6 +19,51 @@
 #include "worker/interface_counters.h"
 
 namespace testbed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// When each round of an iteration ended, from the iteration's start, with
+// ExperimentSpec.record_rounds (RankResult.round_end_us); off, it records
+// nothing and hands the executor no observer.
+class RoundClock {
+ public:
+  explicit RoundClock(bool on) : on_(on) {}
+
+  Executor::RoundObserver Observer() {
+    if (!on_) return nullptr;
+    return [this](std::size_t) { ends_.push_back(Micros(Clock::now())); };
+  }
+  void Start(Clock::time_point start) {
+    start_ = start;
+    ends_.clear();
+  }
+  // The iteration's ends into `result`: the schedule's rounds, or ps's push
+  // (until `pushed`) and pull phases. The last is the iteration's time, so
+  // a rank's spans add up to it.
+  void Finish(Clock::time_point end, std::optional<Clock::time_point> pushed,
+              proto::RankResult& result) {
+    if (!on_) return;
+    result.clear_round_end_us();
+    if (pushed) ends_ = {Micros(std::clamp(*pushed, start_, end))};
+    if (ends_.empty() || pushed) {
+      ends_.push_back(Micros(end));
+    } else {
+      ends_.back() = Micros(end);  // the executor's return, a few microseconds on
+    }
+    for (double us : ends_) result.add_round_end_us(us);
+  }
+
+ private:
+  double Micros(Clock::time_point t) const {
+    return std::chrono::duration<double, std::micro>(t - start_).count();
+  }
+  bool on_;
+  Clock::time_point start_;
+  std::vector<double> ends_;
+};
+
+}  // namespace
 
 absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment& env,
                       const EmitRankResult& emit) {
@@ -77,6 +122,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       std::string tensor;
       std::uint64_t step = 0;
       std::size_t segment = 0;  // pipelining, scheduled collectives only
+      RoundClock rounds(spec.record_rounds());
       if (ps) {
         proto::TensorSpec declared;
         tensor = absl::StrCat(env.tensor_prefix, "/", bytes);
@@ -94,7 +140,10 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         schedule = collective->Build(rank, n, count, /*root=*/0, PlacementOf(spec.fabric(), n));
         segment = SegmentBytesFor(spec, bytes, staged_path);
         executor.Prepare(schedule, type, memory, segment);
-        run_once = [&] { return executor.Run(schedule, data, type, op, {.segment_bytes = segment}); };
+        run_once = [&] {
+          return executor.Run(schedule, data, type, op,
+                              {.observer = rounds.Observer(), .segment_bytes = segment});
+        };
         reset_traffic = [&] { transport.ResetTraffic(); };
       }
 
@@ -151,12 +200,16 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         // A compute straggler (the fabric's slow_ranks) begins late, outside
         // its own timer: the others' times include waiting for it.
         if (late.count() > 0) std::this_thread::sleep_for(late);
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
+        rounds.Start(start);
         if (absl::Status st = run_once(); !st.ok()) {
           return absl::Status(st.code(), absl::StrCat(name, " at ", bytes, " bytes: ",
                                                       std::string(st.message())));
         }
-        const auto end = std::chrono::steady_clock::now();
+        const auto end = Clock::now();
+        rounds.Finish(end,
+                      ps ? std::optional(env.parameter_server->last_push_done()) : std::nullopt,
+                      result);
         read_payload();
         if (wire_before) {
           // A send completes once the kernel has the bytes, not once they left:

@@ -68,6 +68,13 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
   cmd.add_option("-o,--out", f.out,
                  "Append results as JSON lines to this file: one 'experiment' record (spec, git "
                  "revision, host), then one 'result' record per row");
+  cmd.add_option("--timeline", f.timeline,
+                 "Write every row's ranks over time to this file as Chrome trace-event JSON "
+                 "(open it in ui.perfetto.dev or chrome://tracing): a process per row, a track "
+                 "per rank, a span per round with traffic (ps: its push and pull phases) with "
+                 "peer and bytes, the slowest rank's track marked. Measured rows draw their "
+                 "last timed iteration, simulated ones their one; up to " +
+                     std::to_string(kMaxTimelineRanks) + " workers. docs/simulator.md");
   AddFormatFlag(cmd, f.format);
   AddNetworkFlag(cmd, f.network);
   AddLinkRateFlag(cmd, f.link_rate_bps);
@@ -102,11 +109,6 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
               "cuda_ipc; refused before anything runs where UCX reports no CUDA memory, as "
               "Debian's does), staged (through host memory), or auto (direct where UCX reports "
               "CUDA memory and --memory is cuda, else staged); ps is always staged");
-}
-
-std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec) {
-  if (spec.worker_counts().empty()) return {static_cast<int>(spec.workers())};
-  return std::vector<int>(spec.worker_counts().begin(), spec.worker_counts().end());
 }
 
 absl::Status ValidatePlacement(const proto::ExperimentSpec& spec) {
@@ -224,6 +226,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (given("--op")) spec.set_op(f.op);
   if (cmd.count("--no-check") > 0) spec.set_skip_check(true);
   if (given("--timeout")) spec.set_timeout_s(f.timeout_s);
+  if (!f.timeline.empty()) spec.set_record_rounds(true);
   if (given("--network")) spec.set_network(f.network);
   if (given("--link-rate")) spec.set_link_rate_bps(f.link_rate_bps);
   if (given("--alpha")) spec.set_model_alpha_us(f.alpha_us);

@@ -42,6 +42,10 @@ struct ExperimentFlags {
   bool no_check = false;
   int timeout_s = kDefaultTimeoutS;
   std::string out;  // JSON lines file
+  // Chrome trace-event JSON of every row's ranks, round by round
+  // (experiments/results/row_timeline.h); empty: none. Sets the spec's
+  // record_rounds.
+  std::string timeline;
   OutputFormat format = OutputFormat::kTable;
   // Placement (testbed local) and the cost model's prediction per row.
   proto::Network::Kind network = proto::Network::loopback;
@@ -71,9 +75,6 @@ absl::StatusOr<std::vector<std::int64_t>> ParseSizeList(const std::string& text)
 // The network fields of a spec: a known mode, a rate only for netns, a
 // parsable rate and alpha.
 absl::Status ValidatePlacement(const proto::ExperimentSpec& spec);
-
-// The worker counts a spec sweeps over: worker_counts, else {workers}.
-std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec);
 
 // A textproto ExperimentSpec; errors give the file, line and column.
 absl::StatusOr<proto::ExperimentSpec> ReadSpecFile(const std::string& path);

@@ -23,6 +23,7 @@
 #include "experiments/cluster/log_folder.h"
 #include "experiments/cluster/lost_daemon_watchdog.h"
 #include "experiments/cluster/netns_fabric.h"
+#include "proto/enum_text.h"
 #include "proto/fabric_spec.h"
 #include "proto/spec.h"
 #include "common/signal_waiter.h"
@@ -251,6 +252,13 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     if (code != 0) break;
   }
   sink.PrintTable();
+  if (!WriteTimelineIfAsked(options.experiment, *spec, sink,
+                            absl::StrCat("testbed local, ", FabricSummary(spec->fabric()), ", ",
+                                         EnumText(spec->network())),
+                            std::cerr) &&
+      code == 0) {
+    code = 1;
+  }
   if (code == 0 && !options.experiment.out.empty()) {
     std::cerr << "results appended to " << options.experiment.out << "\n";
     const std::string markdown = CourseTablePathFor(options.experiment.out);

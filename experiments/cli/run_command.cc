@@ -69,7 +69,12 @@ int RunRun(const RunOptions& options, const CLI::App& command) {
        absl::StrCat("daemons at ", options.coordinator)},
       *tuning, interrupter, sink);
   sink.PrintTable();
-  const int code = ExitCode(status, interrupter);
+  int code = ExitCode(status, interrupter);
+  if (!WriteTimelineIfAsked(options.experiment, *spec, sink,
+                            absl::StrCat("daemons at ", options.coordinator), std::cerr) &&
+      code == 0) {
+    code = 1;
+  }
   if (code == 0 && !options.experiment.out.empty()) {
     std::cerr << "results appended to " << options.experiment.out << "\n";
   }

@@ -43,12 +43,6 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions& options) {
                   "point. Alpha is fitted per family (schedules, ps) to the points under 1 MiB "
                   "unless --alpha is given; --host-cost applies")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--timeline", options.timeline,
-                  "Write every row's ranks over time to this file as Chrome trace-event JSON "
-                  "(open it in ui.perfetto.dev or chrome://tracing): a process per row, a track "
-                  "per rank, a span per round with traffic (ps: its push and pull phases) with "
-                  "peer and bytes, the slowest rank's track marked; up to " +
-                      std::to_string(kMaxTimelineRanks) + " workers");
   cmd->footer(
       "Examples:\n"
       "  testbed simulate --link-rate 100mbit -n 4 -a ring,ps --servers 4 -s 16MiB\n"
@@ -86,9 +80,24 @@ SimSetup SetupOf(const proto::ExperimentSpec& spec) {
   return setup;
 }
 
+// A simulated rank's spans (SimSetup::record_spans) as the round ends a
+// measured rank reports (RankResult.round_end_us), from its own start: a
+// round without traffic has no span and ends where the one before it did.
+void RecordRoundEnds(const SimRank& rank, double start_delay_s, proto::RankResult& result) {
+  double end_us = 0;
+  for (const SimSpan& span : rank.spans) {
+    if (span.round >= 0) {
+      while (result.round_end_us_size() < span.round) result.add_round_end_us(end_us);
+    }
+    end_us = (span.end_s - start_delay_s) * 1e6;
+    result.add_round_end_us(end_us);
+  }
+}
+
 // What each rank of a run would have reported: one iteration, unchecked.
 std::vector<proto::RankResult> RankResults(const std::string& algorithm, std::int64_t bytes,
-                                           const SimResult& sim) {
+                                           const SimResult& sim,
+                                           const std::vector<double>& start_delay_s) {
   std::vector<proto::RankResult> results;
   for (std::size_t r = 0; r < sim.ranks.size(); ++r) {
     const SimRank& rank = sim.ranks[r];
@@ -104,6 +113,7 @@ std::vector<proto::RankResult> RankResults(const std::string& algorithm, std::in
     for (std::int64_t b : rank.shard_bytes) result.add_shard_payload_bytes(static_cast<std::uint64_t>(b));
     result.set_memory("host");
     result.set_gpu_path("none");
+    RecordRoundEnds(rank, start_delay_s.empty() ? 0 : start_delay_s[r], result);
   }
   return results;
 }
@@ -141,15 +151,13 @@ std::string Deployment(const proto::ExperimentSpec& spec) {
                       " us per message, host cost ", spec.model_host_ns_per_byte(), " ns/byte");
 }
 
-// Every (algorithm, size) of one N, into `sink`, `out` (if open) and
-// `timeline` (if given).
+// Every (algorithm, size) of one N, into `sink` and `out` (if open).
 absl::Status SimulateOneN(const proto::ExperimentSpec& spec, RowSink& sink, ResultsFile& out,
-                          std::vector<TimelineRow>* timeline, std::ostream& err) {
+                          std::ostream& err) {
   for (const std::string& algorithm : spec.algorithms()) {
     for (std::int64_t bytes : spec.sizes()) {
       double wall_s = 0;
-      TimelineRow* spans = timeline != nullptr ? &timeline->emplace_back() : nullptr;
-      absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, bytes, &wall_s, spans);
+      absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, bytes, &wall_s);
       if (!row.ok()) return row.status();
       err << "testbed simulate: N = " << spec.workers() << ", " << algorithm << ", "
           << FormatByteSize(bytes) << ": " << row->time_us_avg() / 1e6 << " s simulated in "
@@ -163,43 +171,20 @@ absl::Status SimulateOneN(const proto::ExperimentSpec& spec, RowSink& sink, Resu
   return absl::OkStatus();
 }
 
-// The simulated ranks' spans as a timeline row, in microseconds.
-TimelineRow TimelineOf(const proto::ExperimentSpec& spec, const std::string& algorithm,
-                       std::int64_t bytes, const SimResult& sim) {
-  TimelineRow row;
-  row.title = absl::StrCat(algorithm, " ", FormatByteSize(bytes), ", N = ", spec.workers(),
-                           " (simulated)");
-  double slowest_s = -1;
-  for (std::size_t r = 0; r < sim.ranks.size(); ++r) {
-    const SimRank& rank = sim.ranks[r];
-    if (rank.time_s > slowest_s) {
-      slowest_s = rank.time_s;
-      row.slowest_rank = static_cast<int>(r);
-    }
-    std::vector<TimelineSpan>& spans = row.ranks.emplace_back();
-    for (const SimSpan& span : rank.spans) {
-      spans.push_back({span.start_s * 1e6, span.end_s * 1e6,
-                       span.round >= 0 ? absl::StrCat("round ", span.round) : span.phase,
-                       span.peer, span.sends, span.bytes_sent, span.bytes_received});
-    }
-  }
-  return row;
-}
-
 }  // namespace
 
 absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
                                              const std::string& algorithm, std::int64_t bytes,
-                                             double* wall_s, TimelineRow* timeline) {
+                                             double* wall_s) {
   const Collective* collective = FindCollective(algorithm);
   if (collective == nullptr) return absl::InvalidArgumentError("unknown algorithm " + algorithm);
   const int n = static_cast<int>(spec.workers());
-  if (timeline != nullptr && n > kMaxTimelineRanks) {
+  if (spec.record_rounds() && n > kMaxTimelineRanks) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a timeline records up to ", kMaxTimelineRanks, " ranks (common/limits.h), not ", n));
   }
   SimSetup setup = SetupOf(spec);
-  setup.record_spans = timeline != nullptr;
+  setup.record_spans = spec.record_rounds();
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<SimResult> sim =
       collective->has_schedule()
@@ -210,8 +195,8 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
     *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   if (!sim.ok()) return sim.status();
-  if (timeline != nullptr) *timeline = TimelineOf(spec, algorithm, bytes, *sim);
-  absl::StatusOr<proto::ResultRow> row = AggregateRow(spec, RankResults(algorithm, bytes, *sim));
+  absl::StatusOr<proto::ResultRow> row =
+      AggregateRow(spec, RankResults(algorithm, bytes, *sim, setup.start_delay_s));
   if (row.ok()) AddModelTime(spec, *row);
   return row;
 }
@@ -249,26 +234,7 @@ int RunSimulate(const SimulateOptions& options, const CLI::App& command, std::os
     err << "error: " << spec.status().message() << "\n";
     return 2;
   }
-  if (!options.timeline.empty()) {
-    for (int n : WorkerCounts(*spec)) {
-      if (n > kMaxTimelineRanks) {
-        err << "error: --timeline records up to " << kMaxTimelineRanks
-            << " workers (a trace of every rank's rounds; common/limits.h), not " << n << "\n";
-        return 2;
-      }
-    }
-  }
   if (!CanWriteResults(options.experiment.out)) return 2;
-  std::vector<TimelineRow> timeline;
-  const auto write_timeline = [&]() {
-    if (options.timeline.empty()) return true;
-    if (absl::Status st = WriteTimeline(options.timeline, timeline, Deployment(*spec)); !st.ok()) {
-      err << "error: " << st.message() << "\n";
-      return false;
-    }
-    err << "timeline (" << timeline.size() << " rows) written to " << options.timeline << "\n";
-    return true;
-  };
   RowSink sink(options.experiment);
   for (int n : WorkerCounts(*spec)) {
     proto::ExperimentSpec one = *spec;
@@ -279,18 +245,17 @@ int RunSimulate(const SimulateOptions& options, const CLI::App& command, std::os
                               ? absl::OkStatus()
                               : out.Open(options.experiment.out, one, Deployment(one));
     if (status.ok()) {
-      status = SimulateOneN(one, sink, out, options.timeline.empty() ? nullptr : &timeline, err);
+      status = SimulateOneN(one, sink, out, err);
     }
     if (!status.ok()) {
-      if (!timeline.empty() && timeline.back().ranks.empty()) timeline.pop_back();  // failed
-      write_timeline();
+      WriteTimelineIfAsked(options.experiment, *spec, sink, Deployment(*spec), err);
       sink.PrintTable();
       err << "error: " << status.message() << "\n";
       return 1;
     }
   }
   sink.PrintTable();
-  if (!write_timeline()) return 1;
+  if (!WriteTimelineIfAsked(options.experiment, *spec, sink, Deployment(*spec), err)) return 1;
   if (!options.experiment.out.empty()) {
     err << "results appended to " << options.experiment.out << "\n";
     const std::string markdown = CourseTablePathFor(options.experiment.out);

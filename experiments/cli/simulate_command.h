@@ -14,7 +14,6 @@
 
 #include "absl/status/statusor.h"
 #include "experiments/cli/experiment_flags.h"
-#include "experiments/results/timeline.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {
@@ -32,9 +31,6 @@ struct SimulateOptions {
   // Results files of measured runs to re-simulate instead of an experiment
   // (experiments/cli/simulate_validation.h).
   std::vector<std::string> against;
-  // Chrome trace-event JSON of every row's ranks, round by round
-  // (experiments/results/timeline.h); empty: none.
-  std::string timeline;
 };
 
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions& options);
@@ -42,11 +38,11 @@ int RunSimulate(const SimulateOptions& options, const CLI::App& command, std::os
 
 // One (algorithm, size) of `spec` (one N: spec.workers()) simulated into the
 // row a run would have reported, model time included. `wall_s` gets the
-// simulator's own time; `timeline`, if given, every rank's spans (up to
-// kMaxTimelineRanks ranks, common/limits.h).
+// simulator's own time. With spec.record_rounds the row carries every
+// rank's round ends (up to kMaxTimelineRanks ranks, common/limits.h), as a
+// measured row does: experiments/results/row_timeline.h draws either.
 absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
                                              const std::string& algorithm, std::int64_t bytes,
-                                             double* wall_s = nullptr,
-                                             TimelineRow* timeline = nullptr);
+                                             double* wall_s = nullptr);
 
 }  // namespace testbed

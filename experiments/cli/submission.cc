@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "experiments/cli/auto_algorithms.h"
 #include "experiments/cli/experiment_client.h"
+#include "experiments/results/row_timeline.h"
 #include "proto/fabric_spec.h"
 #include "proto/spec.h"
 
@@ -195,6 +196,19 @@ bool CanWriteResults(const std::string& out) {
 }
 
 // The exit code for a submission's status.
+bool WriteTimelineIfAsked(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
+                          const RowSink& sink, const std::string& about, std::ostream& err) {
+  if (flags.timeline.empty()) return true;
+  int rows = 0;
+  if (absl::Status st = WriteRowTimelines(flags.timeline, spec, sink.rows(), about, &rows);
+      !st.ok()) {
+    err << "error: " << st.message() << "\n";
+    return false;
+  }
+  err << "timeline (" << rows << " rows) written to " << flags.timeline << "\n";
+  return true;
+}
+
 int ExitCode(const absl::Status& status, const Interrupter& interrupter) {
   if (interrupter.interrupted()) {
     std::cerr << "testbed: interrupted\n";

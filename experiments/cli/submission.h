@@ -8,6 +8,7 @@
 #include <functional>
 
 #include <mutex>
+#include <ostream>
 #include <string>
 
 #include <grpcpp/client_context.h>
@@ -75,6 +76,8 @@ class RowSink {
     }
   }
 
+  const std::vector<proto::ResultRow>& rows() const { return rows_; }
+
   void PrintTable() const {
     if (table_.rows().empty()) return;
     if (format_ == OutputFormat::kCsv) table_.Print(format_, std::cout);
@@ -128,6 +131,12 @@ absl::Status SubmitAndRecord(const ExperimentFlags& flags, const proto::Experime
 // Whether --out (if given) can be appended to; says why not. Checked before
 // anything starts, so a typo costs no run.
 bool CanWriteResults(const std::string& out);
+
+// With --timeline, the sink's rows drawn into that file (rows without round
+// ends, as from a run that failed before them, are left out), saying so on
+// `err`; false if it could not be written. True without --timeline.
+bool WriteTimelineIfAsked(const ExperimentFlags& flags, const proto::ExperimentSpec& spec,
+                          const RowSink& sink, const std::string& about, std::ostream& err);
 
 // The exit code for a submission's status.
 int ExitCode(const absl::Status& status, const Interrupter& interrupter);

@@ -25,7 +25,7 @@ double StartValue(int workers, int rank) {
   return DigitEncoding(workers) ? std::pow(10.0, rank) : rank + 1.0;
 }
 
-std::string Cell(double value, int width) {
+std::string PaddedValue(double value, int width) {
   char buf[64];
   if (value == 0) {
     std::snprintf(buf, sizeof buf, "%*s", width, ".");
@@ -43,7 +43,7 @@ void PrintBuffers(const std::vector<Bytes>& buffers, std::int64_t count, int wid
     out << label;
     const std::int64_t shown = std::min<std::int64_t>(count, max_elements);
     for (std::int64_t i = 0; i < shown; ++i) {
-      out << (i ? " " : "") << Cell(LoadElement(DataType::kFloat64, buffers[r].data(), i), width);
+      out << (i ? " " : "") << PaddedValue(LoadElement(DataType::kFloat64, buffers[r].data(), i), width);
     }
     if (shown < count) out << " ... (" << count - shown << " more)";
     out << "\n";
