@@ -107,7 +107,6 @@ TEST(SimulateCommandTest, RefusesWhatItCannotSimulateSayingWhy) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"-n 4 -s 1MiB", "give --link-rate"},
       {"--network loopback -n 4 -s 1MiB", "loopback"},
-      {"--link-rate 1gbit -n 4 -s 16MiB --segment 1MiB", "--segment off"},
       {"--link-rate 1gbit -n 4 -s 1MiB --memory pinned", "host memory only"},
       {"--link-rate 1gbit -n 4 -s 1MiB -a auto", "auto"},
       {"--link-rate 1gbit -n 8193 -s 1MiB", "8192"},

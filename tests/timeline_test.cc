@@ -82,6 +82,21 @@ TEST(TimelineTest, EachRanksSpansAreBackToBackAndTheSlowestRankAddsUpToTheRow) {
   }
 }
 
+TEST(TimelineTest, ASegmentedRowsSpansAddUpToItsTimeToo) {
+  proto::ExperimentSpec spec = RacksWithALateRank();
+  spec.mutable_segment()->set_bytes(256 << 10);
+  for (const char* algorithm : {"tree", "ring", "hierarchical"}) {
+    absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, 4 << 20);
+    ASSERT_TRUE(row.ok()) << row.status();
+    EXPECT_EQ(row->segment_bytes(), 256u << 10);
+    const TimelineRow timeline = TimelineOfRow(spec, *row);
+    ASSERT_GE(timeline.slowest_rank, 0) << algorithm;
+    EXPECT_NEAR(Duration(timeline.ranks[static_cast<std::size_t>(timeline.slowest_rank)]),
+                row->time_us_max(), 0.5)
+        << algorithm;
+  }
+}
+
 TEST(TimelineTest, ARingsSpansAreItsRoundsWithTheirPeerAndBytes) {
   proto::ExperimentSpec spec = RacksWithALateRank();
   spec.mutable_fabric()->clear_slow_ranks();

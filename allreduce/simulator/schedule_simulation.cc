@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "allreduce/segment_plan.h"
 #include "allreduce/simulator/flow_simulator.h"
+#include "allreduce/simulator/segment_simulation.h"
 #include "allreduce/simulator/sim_fabric.h"
 #include "allreduce/simulator/simulation.h"
 
@@ -233,6 +235,27 @@ class ScheduleRun {
   std::vector<RankState> ranks_;
 };
 
+// Segmented: each rank's schedule as its segment plan, played op by op.
+absl::StatusOr<SimResult> SimulateSegmented(const Collective& collective, int world_size,
+                                            std::int64_t count, std::int64_t element_size,
+                                            const SimSetup& setup, int root) {
+  SimResult result;
+  std::vector<SegmentPlan> plans;
+  plans.reserve(static_cast<std::size_t>(world_size));
+  const std::int64_t segment =
+      SegmentElements(setup.segment_bytes, static_cast<std::size_t>(element_size), count);
+  for (int r = 0; r < world_size; ++r) {
+    const Schedule schedule = collective.Build(r, world_size, count, root, setup.placement);
+    SimRank& rank = result.ranks.emplace_back();
+    rank.bytes_sent = schedule.ElementsSent() * element_size;
+    rank.bytes_received = schedule.ElementsReceived() * element_size;
+    plans.push_back(PlanSegments(schedule, segment));
+    result.schedule_bytes += plans.back().ops.capacity() * sizeof(SegmentOp);
+  }
+  if (absl::Status st = PlaySegmentPlans(plans, element_size, setup, result); !st.ok()) return st;
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<SimResult> SimulateSchedule(const Collective& collective, int world_size,
@@ -255,6 +278,9 @@ absl::StatusOr<SimResult> SimulateSchedule(const Collective& collective, int wor
   if (count > std::int64_t{UINT32_MAX}) {
     return absl::InvalidArgumentError(absl::StrCat(count, " elements is over the simulator's ",
                                                    UINT32_MAX, " per rank"));
+  }
+  if (setup.segment_bytes > 0) {
+    return SimulateSegmented(collective, world_size, count, element_size, setup, root);
   }
   SimResult result;
   std::vector<CompactSchedule> plans;

@@ -22,11 +22,14 @@
 // - a slow rank (Fabric.slow_ranks) begins `start_delay_s` late, outside its
 //   own time, as in a run.
 // Ignored: congestion control and loss (flows get their fair share at once),
-// TCP/IP headers, CPU contention beyond the host cost, segmenting.
+// TCP/IP headers, CPU contention beyond the host cost. Segmented
+// (SimSetup::segment_bytes), messages are segments and a step waits on the
+// segments it depends on, not on its whole round.
 //
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -54,6 +57,10 @@ struct SimSetup {
   double host_s_per_byte = 0;  // a receiver's cost per byte received
   std::vector<double> start_delay_s;  // per rank, or empty: every rank starts at 0
   bool record_spans = false;          // fill SimRank::spans, for a timeline
+  // Cut every step into segments of at most this many bytes and play the
+  // segment plan's dependencies as the executor runs them
+  // (allreduce/simulator/segment_simulation.h); 0: whole steps, round by round.
+  std::size_t segment_bytes = 0;
 };
 
 // A stretch of one rank's time on the timeline: a round of its schedule in

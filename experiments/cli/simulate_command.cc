@@ -33,7 +33,8 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions& options) {
       "fairly - with --alpha per message. Same flags, spec files and rows (transport "
       "\"simulated\", one iteration: the model is deterministic), for up to " +
           std::to_string(MaxWorkers(SpecReader::kSimulator)) +
-          " workers. Needs --link-rate; whole steps only (no --segment). docs/simulator.md");
+          " workers. Needs --link-rate; --segment plays the segment plan's dependencies as the "
+          "executor does. docs/simulator.md");
   AddExperimentFlags(*cmd, options.experiment);
   cmd->add_option("--against", options.against,
                   "Instead of an experiment: re-simulate every row of these results files "
@@ -96,8 +97,8 @@ void RecordRoundEnds(const SimRank& rank, double start_delay_s, proto::RankResul
 
 // What each rank of a run would have reported: one iteration, unchecked.
 std::vector<proto::RankResult> RankResults(const std::string& algorithm, std::int64_t bytes,
-                                           const SimResult& sim,
-                                           const std::vector<double>& start_delay_s) {
+                                           const SimResult& sim, const SimSetup& setup) {
+  const std::vector<double>& start_delay_s = setup.start_delay_s;
   std::vector<proto::RankResult> results;
   for (std::size_t r = 0; r < sim.ranks.size(); ++r) {
     const SimRank& rank = sim.ranks[r];
@@ -113,6 +114,7 @@ std::vector<proto::RankResult> RankResults(const std::string& algorithm, std::in
     for (std::int64_t b : rank.shard_bytes) result.add_shard_payload_bytes(static_cast<std::uint64_t>(b));
     result.set_memory("host");
     result.set_gpu_path("none");
+    result.set_segment_bytes(setup.segment_bytes);
     RecordRoundEnds(rank, start_delay_s.empty() ? 0 : start_delay_s[r], result);
   }
   return results;
@@ -132,13 +134,6 @@ absl::Status CheckSimulable(const proto::ExperimentSpec& spec) {
   }
   if (spec.memory() != proto::Memory::host) {
     return refuse("it simulates host memory only, not --memory ", EnumText(spec.memory()));
-  }
-  for (std::int64_t bytes : spec.sizes()) {
-    if (SegmentBytesFor(spec, bytes, /*staged=*/false) != 0) {
-      return refuse("it plays whole steps, round by round; --segment ", SegmentText(spec.segment()),
-                    " (segments of ", bytes, "-byte messages) is not simulated yet: give "
-                    "--segment off");
-    }
   }
   return absl::OkStatus();
 }
@@ -185,6 +180,7 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
   }
   SimSetup setup = SetupOf(spec);
   setup.record_spans = spec.record_rounds();
+  setup.segment_bytes = SegmentBytesFor(spec, bytes, /*staged=*/false);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<SimResult> sim =
       collective->has_schedule()
@@ -196,7 +192,7 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
   }
   if (!sim.ok()) return sim.status();
   absl::StatusOr<proto::ResultRow> row =
-      AggregateRow(spec, RankResults(algorithm, bytes, *sim, setup.start_delay_s));
+      AggregateRow(spec, RankResults(algorithm, bytes, *sim, setup));
   if (row.ok()) AddModelTime(spec, *row);
   return row;
 }
