@@ -14,6 +14,11 @@
 //   of its own or an earlier round that reads the range has completed, and
 //   after every receive into the range that comes before it in (round, step)
 //   order has been applied, so reductions happen in the same order.
+// And a send to another peer than the sends of the last earlier round with
+// sends waits, segment by segment, for their segment of the same index: a
+// rank's sends keep their rounds' order, as whole steps do (otherwise a round
+// of sends only ends at once, and a tree's root sent both broadcast halves
+// together, sharing its link).
 // Both sides of a message cut it the same way, since a send and its receive
 // have the same count and every rank uses the same segment size.
 //

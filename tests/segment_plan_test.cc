@@ -54,6 +54,31 @@ TEST(SegmentPlanTest, ASegmentWaitsOnlyForTheSegmentsItOverlaps) {
   EXPECT_EQ(checked, 4);
 }
 
+TEST(SegmentPlanTest, SendsToDifferentPeersKeepTheirRoundsOrderSegmentBySegment) {
+  // Tree, N = 4: the root broadcasts to rank 2 in one round and to rank 1 in
+  // the next. Segment j of the second send waits for segment j of the first,
+  // and for nothing else that is a send.
+  const Schedule schedule = BuildAllReduceTree(/*rank=*/0, 4, 64);
+  const SegmentPlan plan = PlanSegments(schedule, 8);
+  std::vector<std::uint32_t> first, second;  // the two broadcast sends' segments
+  for (std::uint32_t id = 0; id < plan.ops.size(); ++id) {
+    const SegmentOp& op = plan.ops[id];
+    if (op.IsReceive()) continue;
+    (first.empty() || plan.ops[first.front()].round == op.round ? first : second).push_back(id);
+  }
+  ASSERT_EQ(first.size(), 8u);
+  ASSERT_EQ(second.size(), 8u);
+  ASSERT_NE(plan.ops[first.front()].peer, plan.ops[second.front()].peer);
+  for (std::size_t j = 0; j < first.size(); ++j) {
+    const std::vector<std::uint32_t>& waiting = plan.ops[first[j]].dependents;
+    EXPECT_EQ(std::count(waiting.begin(), waiting.end(), second[j]), 1) << "segment " << j;
+    for (std::size_t other = 0; other < second.size(); ++other) {
+      if (other == j) continue;
+      EXPECT_EQ(std::count(waiting.begin(), waiting.end(), second[other]), 0);
+    }
+  }
+}
+
 TEST(SegmentPlanTest, SegmentElementsAreWholeAndBounded) {
   EXPECT_EQ(SegmentElements(1 << 20, 4, 1 << 24), 1 << 18);
   EXPECT_EQ(SegmentElements(1000, 8, 1000), 125);

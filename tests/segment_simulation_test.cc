@@ -56,6 +56,19 @@ TEST(SegmentSimulationTest, OneSegmentPerStepIsTheRoundByRoundRunOfASymmetricSch
   }
 }
 
+TEST(SegmentSimulationTest, OneSegmentPerStepOfATreeIsItsRoundByRoundRun) {
+  // A round of sends only ends at once when segmented; the plan keeps a
+  // rank's sends to different peers in their rounds' order
+  // (allreduce/segment_plan.h), or the root's two broadcast halves would share
+  // its link and the forwarding child get its copy M/B late.
+  for (int n : {4, 8}) {
+    const std::int64_t bytes = std::int64_t{16} << 20;
+    const double whole = Slowest(Simulate("tree", n, bytes, Flat(n, 0)));
+    EXPECT_NEAR(Slowest(Simulate("tree", n, bytes, Flat(n, bytes))), whole, whole * 1e-9)
+        << "N = " << n;
+  }
+}
+
 TEST(SegmentSimulationTest, ATreeCutIntoSegmentsPipelinesThemThroughItsLevels) {
   const int n = 4;
   const std::int64_t bytes = std::int64_t{16} << 20;
