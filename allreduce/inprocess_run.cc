@@ -19,7 +19,11 @@ InProcessRun RunInProcess(const Collective& collective, std::vector<Bytes> input
 
   std::vector<Schedule> schedules;
   for (int rank = 0; rank < world_size; ++rank) {
-    schedules.push_back(collective.Build(rank, world_size, count, options.root, options.placement));
+    schedules.push_back(options.groups.members.empty()
+                            ? collective.Build(rank, world_size, count, options.root,
+                                               options.placement)
+                            : BuildInGroup(collective, options.groups, rank, count, options.root,
+                                           options.placement));
   }
   if (options.keep_snapshots && world_size > 0) {
     run.snapshots.assign(schedules[0].rounds.size(), std::vector<Bytes>(world_size));

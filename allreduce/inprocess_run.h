@@ -13,6 +13,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/data_type.h"
 #include "allreduce/memory.h"
+#include "allreduce/rank_groups.h"
 #include "allreduce/transport/transport.h"
 
 namespace testbed {
@@ -38,6 +39,9 @@ struct InProcessRunOptions {
   std::size_t segment_bytes = 0;
   // The rack of each rank, for the schedules that read it (hierarchical).
   Placement placement = Placement::Flat();
+  // Groups that each run the collective among their own ranks, all at once
+  // (allreduce/rank_groups.h); empty: one group of every rank.
+  RankGroups groups;
 };
 
 // `inputs` holds one buffer per rank (the world size), all the same size.

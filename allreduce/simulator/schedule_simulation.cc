@@ -235,6 +235,15 @@ class ScheduleRun {
   std::vector<RankState> ranks_;
 };
 
+// Rank `r`'s schedule: in its group when the setup has groups.
+Schedule RankSchedule(const Collective& collective, int r, int world_size, std::int64_t count,
+                      int root, const SimSetup& setup) {
+  if (setup.groups.members.empty()) {
+    return collective.Build(r, world_size, count, root, setup.placement);
+  }
+  return BuildInGroup(collective, setup.groups, r, count, root, setup.placement);
+}
+
 // Segmented: each rank's schedule as its segment plan, played op by op.
 absl::StatusOr<SimResult> SimulateSegmented(const Collective& collective, int world_size,
                                             std::int64_t count, std::int64_t element_size,
@@ -245,7 +254,7 @@ absl::StatusOr<SimResult> SimulateSegmented(const Collective& collective, int wo
   const std::int64_t segment =
       SegmentElements(setup.segment_bytes, static_cast<std::size_t>(element_size), count);
   for (int r = 0; r < world_size; ++r) {
-    const Schedule schedule = collective.Build(r, world_size, count, root, setup.placement);
+    const Schedule schedule = RankSchedule(collective, r, world_size, count, root, setup);
     SimRank& rank = result.ranks.emplace_back();
     rank.bytes_sent = schedule.ElementsSent() * element_size;
     rank.bytes_received = schedule.ElementsReceived() * element_size;
@@ -274,6 +283,10 @@ absl::StatusOr<SimResult> SimulateSchedule(const Collective& collective, int wor
                                                    " host links for ", world_size, " ranks"));
   }
   if (absl::Status st = ValidateRackPlacement(setup.placement, world_size); !st.ok()) return st;
+  if (!setup.groups.members.empty() && setup.groups.world_size() != world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("groups of ", setup.groups.world_size(),
+                                                   " ranks for ", world_size));
+  }
   const std::int64_t count = bytes / element_size;
   if (count > std::int64_t{UINT32_MAX}) {
     return absl::InvalidArgumentError(absl::StrCat(count, " elements is over the simulator's ",
@@ -286,7 +299,7 @@ absl::StatusOr<SimResult> SimulateSchedule(const Collective& collective, int wor
   std::vector<CompactSchedule> plans;
   plans.reserve(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) {
-    plans.push_back(Compact(collective.Build(r, world_size, count, root, setup.placement)));
+    plans.push_back(Compact(RankSchedule(collective, r, world_size, count, root, setup)));
     const CompactSchedule& plan = plans.back();
     SimRank rank;
     for (const CompactSend& send : plan.sends) rank.bytes_sent += send.count * element_size;

@@ -37,6 +37,7 @@
 #include "allreduce/collective.h"
 #include "allreduce/cost_model.h"
 #include "allreduce/placement.h"
+#include "allreduce/rank_groups.h"
 #include "common/ethernet_frame.h"
 
 namespace testbed {
@@ -61,6 +62,9 @@ struct SimSetup {
   // segment plan's dependencies as the executor runs them
   // (allreduce/simulator/segment_simulation.h); 0: whole steps, round by round.
   std::size_t segment_bytes = 0;
+  // Groups that each run the collective among their own ranks at the same
+  // time, sharing the fabric (allreduce/rank_groups.h); empty: every rank in one.
+  RankGroups groups;
 };
 
 // A stretch of one rank's time on the timeline: a round of its schedule in
