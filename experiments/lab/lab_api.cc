@@ -134,6 +134,9 @@ LabResponse Enqueue(const LabParams& params, int max_workers,
   spec.add_sizes(*bytes);
   spec.set_iterations(static_cast<std::uint32_t>(*iters));
   spec.set_warmup(1);
+  // Each rank reports its rounds, which the page draws as a timeline
+  // (assets/measure.js; experiments/results/row_timeline.h for the CLI's).
+  spec.set_record_rounds(true);
   ApplyDefaults(spec);
   if (absl::Status st = ValidateSpec(spec); !st.ok()) return BadRequest(st.message());
   const absl::StatusOr<int> id = runner.Enqueue(std::move(spec));

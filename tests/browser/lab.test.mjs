@@ -205,6 +205,12 @@ test('a tiny experiment runs from the page: its row, charts and the course table
   assert.equal(rows[0].bytes, '4096');
   assert.equal(rows[0].wrong, '0');
   assert.equal(await page.$$eval('#run-charts svg.chart', l => l.length), 3);
+  // The timeline: a track per rank, a bar per round of the ring (2(N-1) = 2).
+  const spans = await page.$$eval('#run-charts svg.timeline rect.span',
+                                  l => l.map(r => [r.dataset.rank, r.dataset.round, Number(r.dataset.us)]));
+  assert.deepEqual(spans.map(([rank, round]) => `${rank}:${round}`), ['0:0', '0:1', '1:0', '1:1']);
+  assert.ok(spans.every(([, , us]) => us >= 0), JSON.stringify(spans));
+  assert.match(await text('#run-charts svg.timeline'), /\(slowest\)/);
   await page.waitForFunction(() => Number(document.querySelector('#results-count').textContent) >= 1);
   assert.match(await text('#results-table'), /ring/);
   assert.deepEqual(pageErrors, []);

@@ -1,7 +1,8 @@
 // Predict, then measure: the student's predictions are checked as numbers
 // first; the run goes to the lab's queue (POST /api/run), its progress and
 // rows are polled, then measured, model (/api/model, the alpha-beta model of
-// the schedules) and prediction are drawn side by side.
+// the schedules) and prediction are drawn side by side, and each rank's
+// rounds as a timeline.
 import { api, $, svgElement, withToken } from './api.js';
 import { refreshResults } from './results.js';
 
@@ -55,6 +56,45 @@ function drawCharts(row, model, predictions) {
     barChart('bytes on the wire, all ranks', bars(Number(row.payload_bytes_total), model.formula_bytes,
                                                    predictions.bytes)),
     barChart('rounds', bars(row.rounds, model.rounds, predictions.rounds)));
+  const timeline = timelineChart(row);
+  if (timeline !== null) $('run-charts').append(timeline);
+}
+
+// Each rank's rounds of the last timed iteration, back to back (the row's
+// rank_round_counts and rank_round_end_us, whole microseconds from the rank's
+// start): a track per rank, a bar per round, the slowest rank's track named.
+// What `testbed local --timeline` writes for Perfetto, drawn on the page.
+function timelineChart(row) {
+  const counts = (row.rank_round_counts ?? []).map(Number);
+  const ends = (row.rank_round_end_us ?? []).map(Number);
+  if (counts.length === 0) return null;
+  const tracks = [];
+  for (let r = 0, at = 0; r < counts.length; at += counts[r], r++) {
+    tracks.push(ends.slice(at, at + counts[r]));
+  }
+  const last = tracks.map(t => (t.length > 0 ? t[t.length - 1] : 0));
+  const slowest = last.indexOf(Math.max(...last));
+  const span = Math.max(...last, 1);
+  const height = 22 + 18 * tracks.length;
+  const svg = svgElement('svg', { class: 'timeline', viewBox: `0 0 600 ${height}`, width: 600, height,
+                                  'data-title': 'rounds per rank' });
+  svg.append(svgElement('text', { x: 300, y: 14, 'text-anchor': 'middle', 'font-size': 12 },
+                        `each rank's rounds, last iteration (${Number(span.toPrecision(4))} µs)`));
+  tracks.forEach((track, rank) => {
+    const y = 22 + 18 * rank;
+    svg.append(svgElement('text', { x: 0, y: y + 11, 'font-size': 10 },
+                          `rank ${rank}${rank === slowest ? ' (slowest)' : ''}`));
+    track.forEach((end, round) => {
+      const start = round === 0 ? 0 : track[round - 1];
+      const x = 90 + (500 * start) / span;
+      const rect = svgElement('rect', { class: 'span', x, y, width: Math.max(0.5, (500 * (end - start)) / span),
+                                        height: 14, fill: round % 2 === 0 ? '#1565c0' : '#64b5f6',
+                                        'data-rank': rank, 'data-round': round, 'data-us': end - start });
+      rect.append(svgElement('title', {}, `rank ${rank}, round ${round}: ${end - start} µs`));
+      svg.append(rect);
+    });
+  });
+  return svg;
 }
 
 const kRowColumns = ['algorithm', 'workers', 'bytes', 'time_us_avg', 'algbw_gbps',
