@@ -41,7 +41,7 @@ struct InProcessRunOptions {
   Placement placement = Placement::Flat();
   // Groups that each run the collective among their own ranks, all at once
   // (allreduce/rank_groups.h); empty: one group of every rank.
-  RankGroups groups;
+  RankGroups groups = {};
 };
 
 // `inputs` holds one buffer per rank (the world size), all the same size.

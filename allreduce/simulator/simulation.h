@@ -64,7 +64,7 @@ struct SimSetup {
   std::size_t segment_bytes = 0;
   // Groups that each run the collective among their own ranks at the same
   // time, sharing the fabric (allreduce/rank_groups.h); empty: every rank in one.
-  RankGroups groups;
+  RankGroups groups = {};
 };
 
 // A stretch of one rank's time on the timeline: a round of its schedule in

@@ -110,7 +110,9 @@ TEST(MeasuredTimeline, RanksRoundsAddUpToTheRowsTimeAndTheLateRankStartsLate) {
         EXPECT_DOUBLE_EQ(spans[i].start_us, spans[i - 1].end_us) << "rank " << rank;
       }
       for (const Span& span : spans) sent += span.bytes_sent;
-      if (!ps) EXPECT_EQ(spans[0].peer, (rank + 1) % 3) << "rank " << rank;
+      if (!ps) {
+        EXPECT_EQ(spans[0].peer, (rank + 1) % 3) << "rank " << rank;
+      }
     }
     EXPECT_EQ(process.tracks.at(1).front().start_us, 30'000);
     EXPECT_EQ(process.tracks.at(0).front().start_us, 0);
