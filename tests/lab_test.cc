@@ -53,8 +53,9 @@ TEST(LabMemory, NotesTableSevenAndAHalfBillionOnSixtyFour) {
   EXPECT_EQ(StageGigabytes(7.5e9, 64), (std::vector<double>{120, 31.4, 16.6, 1.9}));
 }
 
-TEST(LabMemory, StageThreeCostsHalfAgainDdpTraffic) {
+TEST(LabMemory, StagesOneAndThreeCostHalfAgainDdpTraffic) {
   const std::vector<ZeroStage> stages = ZeroMemory(7e9, 8);
+  EXPECT_EQ(stages[1].traffic_vs_ddp, 1.5);
   EXPECT_EQ(stages[2].traffic_vs_ddp, 1.0);
   EXPECT_EQ(stages[3].traffic_vs_ddp, 1.5);
 }
@@ -337,7 +338,9 @@ TEST(LabMemory, MeasuredZeroTrafficSumsEachStagesCollectives) {
       ZeroTrafficOf({6000, 60}, {3000, 40}, {3000, 30});
   ASSERT_EQ(stages.size(), 4u);
   EXPECT_EQ(stages[0].bytes, 6000);
-  EXPECT_EQ(stages[1].bytes, 6000);
+  EXPECT_EQ(stages[1].bytes, 9000);  // the all-reduce and an all-gather
+  EXPECT_EQ(stages[1].time_us, 90);
+  EXPECT_EQ(stages[2].bytes, 6000);
   EXPECT_EQ(stages[3].bytes, 9000);
   EXPECT_EQ(stages[3].time_us, 100);
   EXPECT_DOUBLE_EQ(stages[2].time_vs_ddp, 70.0 / 60);

@@ -58,9 +58,7 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions& options) {
   return cmd;
 }
 
-namespace {
-
-SimSetup SetupOf(const proto::ExperimentSpec& spec) {
+SimSetup SimSetupOf(const proto::ExperimentSpec& spec) {
   const int n = static_cast<int>(spec.workers());
   const auto link = static_cast<double>(spec.link_rate_bps());
   SimSetup setup;
@@ -80,6 +78,8 @@ SimSetup SetupOf(const proto::ExperimentSpec& spec) {
   }
   return setup;
 }
+
+namespace {
 
 // A simulated rank's spans (SimSetup::record_spans) as the round ends a
 // measured rank reports (RankResult.round_end_us), from its own start: a
@@ -178,7 +178,7 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
     return absl::InvalidArgumentError(absl::StrCat(
         "a timeline records up to ", kMaxTimelineRanks, " ranks (common/limits.h), not ", n));
   }
-  SimSetup setup = SetupOf(spec);
+  SimSetup setup = SimSetupOf(spec);
   setup.record_spans = spec.record_rounds();
   setup.segment_bytes = SegmentBytesFor(spec, bytes, /*staged=*/false);
   const auto start = std::chrono::steady_clock::now();

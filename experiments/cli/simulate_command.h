@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "allreduce/simulator/simulation.h"
 #include "experiments/cli/experiment_flags.h"
 #include "proto/experiment.pb.h"
 
@@ -35,6 +36,10 @@ struct SimulateOptions {
 
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateOptions& options);
 int RunSimulate(const SimulateOptions& options, const CLI::App& command, std::ostream& err);
+
+// The simulator's setup for `spec`'s fabric and N: placement, TCP payload
+// rates of every link, the shards' sites, alpha, the host cost, slow ranks.
+SimSetup SimSetupOf(const proto::ExperimentSpec& spec);
 
 // One (algorithm, size) of `spec` (one N: spec.workers()) simulated into the
 // row a run would have reported, model time included. `wall_s` gets the

@@ -14,6 +14,7 @@
 #include "experiments/cli/trace_command.h"
 #include "experiments/cli/train_command.h"
 #include "experiments/cli/traffic_command.h"
+#include "experiments/cli/workload_command.h"
 #include "allreduce/collective.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   CLI::App* fit_cmd = testbed::AddFitCommand(app, fit);
   testbed::ReportOptions report;
   CLI::App* report_cmd = testbed::AddReportCommand(app, report);
+  testbed::WorkloadOptions workload;
+  CLI::App* workload_cmd = testbed::AddWorkloadCommand(app, workload);
 
   testbed::LocalOptions local;
   CLI::App* local_cmd = testbed::AddLocalCommand(app, local);
@@ -57,5 +60,6 @@ int main(int argc, char** argv) {
   if (model_cmd->parsed()) return testbed::RunModel(model, std::cout, std::cerr);
   if (fit_cmd->parsed()) return testbed::RunFit(fit, std::cout, std::cerr);
   if (report_cmd->parsed()) return testbed::RunReport(report, std::cout, std::cerr);
+  if (workload_cmd->parsed()) return testbed::RunWorkload(workload, std::cout, std::cerr);
   return 2;
 }

@@ -1,68 +1,26 @@
 #include "experiments/lab/lab_memory.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "experiments/results/table.h"
 
 namespace testbed {
-namespace {
-
-// Bytes per parameter, the course's accounting.
-constexpr double kWeightBytes = 2;     // fp16 weights
-constexpr double kGradientBytes = 2;   // fp16 gradients
-constexpr double kOptimizerBytes = 12; // K: fp32 weights, momentum, variance
-
-}  // namespace
-
-std::vector<ZeroStage> ZeroMemory(double parameters, int gpus) {
-  const double n = gpus;
-  const double w = kWeightBytes * parameters;
-  const double g = kGradientBytes * parameters;
-  const double o = kOptimizerBytes * parameters;
-  // Stages 1 and 2 replace the all-reduce by reduce-scatter + all-gather: the
-  // same volume. Stage 3 all-gathers the weights again for the backward pass.
-  return {
-      {0, "nothing (DDP)", w + g + o, 1.0},
-      {1, "optimizer state", w + g + o / n, 1.0},
-      {2, "optimizer state, gradients", w + (g + o) / n, 1.0},
-      {3, "optimizer state, gradients, weights", (w + g + o) / n, 1.5},
-  };
-}
-
 std::vector<MeasuredZeroStage> ZeroTrafficOf(MeasuredCollective all_reduce,
                                              MeasuredCollective reduce_scatter,
                                              MeasuredCollective all_gather) {
-  const std::vector<ZeroStage> model = ZeroMemory(/*parameters=*/1, /*gpus=*/1);
-  const auto stage = [&](int number, std::string_view collectives, int all_gathers) {
+  std::vector<MeasuredZeroStage> stages;
+  for (const ZeroStage& s : ZeroMemory(/*parameters=*/1, /*gpus=*/1)) {
     const MeasuredCollective step{
-        reduce_scatter.bytes + all_gathers * all_gather.bytes,
-        reduce_scatter.time_us + all_gathers * all_gather.time_us};
-    return MeasuredZeroStage{number,
-                             collectives,
-                             step.bytes,
-                             step.time_us,
-                             all_reduce.bytes > 0 ? step.bytes / all_reduce.bytes : 0,
-                             all_reduce.time_us > 0 ? step.time_us / all_reduce.time_us : 0,
-                             model[number].traffic_vs_ddp};
-  };
-  return {
-      {0, "all-reduce", all_reduce.bytes, all_reduce.time_us, 1, 1, model[0].traffic_vs_ddp},
-      stage(1, "reduce-scatter + all-gather", 1),
-      stage(2, "reduce-scatter + all-gather", 1),
-      stage(3, "reduce-scatter + 2 all-gathers", 2),
-  };
-}
-
-PipelineBubble PipelineBubbleOf(int stages, int micro_batches) {
-  return {
-      .bubble_fraction = static_cast<double>(stages - 1) / (micro_batches + stages - 1),
-      // GPipe runs every forward before any backward; 1F1B starts backwards
-      // once the pipeline is full, so a stage holds at most p in flight.
-      .gpipe_activations = micro_batches,
-      .one_f_one_b_activations = std::min(stages, micro_batches),
-  };
+        s.all_reduces * all_reduce.bytes + s.reduce_scatters * reduce_scatter.bytes +
+            s.all_gathers * all_gather.bytes,
+        s.all_reduces * all_reduce.time_us + s.reduce_scatters * reduce_scatter.time_us +
+            s.all_gathers * all_gather.time_us};
+    stages.push_back({s.stage, s.collectives, step.bytes, step.time_us,
+                      all_reduce.bytes > 0 ? step.bytes / all_reduce.bytes : 0,
+                      all_reduce.time_us > 0 ? step.time_us / all_reduce.time_us : 0,
+                      s.traffic_vs_ddp});
+  }
+  return stages;
 }
 
 std::string MemoryJson(double parameters, int gpus, int stages, int micro_batches) {
@@ -75,7 +33,7 @@ std::string MemoryJson(double parameters, int gpus, int stages, int micro_batche
   const PipelineBubble bubble = PipelineBubbleOf(stages, micro_batches);
   return absl::StrCat(
       "{\"params\":", parameters, ",\"gpus\":", gpus, ",\"bytes_per_param\":",
-      kWeightBytes + kGradientBytes + kOptimizerBytes, ",\"zero\":[", absl::StrJoin(zero, ","),
+      kBytesPerParameter, ",\"zero\":[", absl::StrJoin(zero, ","),
       "],\"pipeline\":{\"stages\":", stages, ",\"micro_batches\":", micro_batches,
       ",\"bubble\":", bubble.bubble_fraction, ",\"gpipe_activations\":", bubble.gpipe_activations,
       ",\"one_f_one_b_activations\":", bubble.one_f_one_b_activations, "}}");

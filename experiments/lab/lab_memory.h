@@ -1,7 +1,6 @@
-// The course's memory calculators: ZeRO stages 0-3 with mixed-precision Adam
-// (16 bytes per parameter: 2 for fp16 weights, 2 for fp16 gradients, K = 12
-// for the optimizer's fp32 weights, momentum and variance), and the pipeline
-// bubble of GPipe and 1F1B.
+// The lab's Memory part: the course's calculators (their one implementation
+// is experiments/workload/memory_calculator.h) as the page's JSON, and each
+// ZeRO stage's communication from collectives measured on the lab's cluster.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -10,26 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "experiments/workload/memory_calculator.h"
+
 namespace testbed {
-
-struct ZeroStage {
-  int stage = 0;
-  std::string_view sharded;   // what the stage splits over the GPUs
-  double bytes_per_gpu = 0;   // weights + gradients + optimizer state on one card
-  double traffic_vs_ddp = 1;  // communication volume relative to DDP's all-reduce
-};
-
-// Stages 0 (DDP) to 3 for `parameters` on `gpus` cards.
-std::vector<ZeroStage> ZeroMemory(double parameters, int gpus);
-
-struct PipelineBubble {
-  double bubble_fraction = 0;  // (p - 1) / (m + p - 1), the same for GPipe and 1F1B
-  int gpipe_activations = 0;   // micro-batches whose activations a stage holds at once
-  int one_f_one_b_activations = 0;
-};
-
-// p stages, m micro-batches (both >= 1).
-PipelineBubble PipelineBubbleOf(int stages, int micro_batches);
 
 // What one collective measured on the lab's cluster: payload bytes of all
 // ranks and the average time of one call.
@@ -49,9 +31,9 @@ struct MeasuredZeroStage {
 };
 
 // Each stage's communication per step, from measured collectives of the same
-// gradient vector: DDP all-reduces it; stages 1 and 2 reduce-scatter it and
-// all-gather the updated weights; stage 3 all-gathers the weights once more,
-// for the backward pass.
+// gradient vector, summed as the calculator's stage says (ZeroStage's counts:
+// DDP one all-reduce, stage 1 an all-reduce and an all-gather, stage 2 a
+// reduce-scatter and an all-gather, stage 3 one all-gather more).
 std::vector<MeasuredZeroStage> ZeroTrafficOf(MeasuredCollective all_reduce,
                                              MeasuredCollective reduce_scatter,
                                              MeasuredCollective all_gather);

@@ -1,0 +1,187 @@
+#include "experiments/workload/step_simulation.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "experiments/workload/workload_trace.h"
+
+namespace testbed {
+namespace {
+
+using Interval = std::pair<double, double>;
+
+// The communicator's groups, every other rank alone, as the simulator's groups.
+RankGroups GroupsOf(const proto::Communicator& c, int world) {
+  RankGroups groups;
+  groups.group_of_rank.assign(static_cast<std::size_t>(world), -1);
+  groups.index_in_group.assign(static_cast<std::size_t>(world), 0);
+  const auto add = [&](std::vector<int> members) {
+    std::sort(members.begin(), members.end());
+    const int g = static_cast<int>(groups.members.size());
+    for (int i = 0; i < static_cast<int>(members.size()); ++i) {
+      groups.group_of_rank[members[i]] = g;
+      groups.index_in_group[members[i]] = i;
+    }
+    groups.members.push_back(std::move(members));
+  };
+  for (const proto::RankGroup& g : c.groups()) add({g.ranks().begin(), g.ranks().end()});
+  for (int r = 0; r < world; ++r) {
+    if (groups.group_of_rank[r] < 0) add({r});
+  }
+  return groups;
+}
+
+double MergedLength(std::vector<Interval>& spans) {
+  std::sort(spans.begin(), spans.end());
+  double length = 0, begin = 0, end = -1;
+  for (const auto& [a, b] : spans) {
+    if (a > end) {
+      length += std::max(0.0, end - begin);
+      begin = a;
+      end = b;
+    } else {
+      end = std::max(end, b);
+    }
+  }
+  return length + std::max(0.0, end - begin);
+}
+
+// Length of the intersection of two sets of intervals, each merged first.
+double OverlapLength(std::vector<Interval> a, std::vector<Interval> b) {
+  const auto merge = [](std::vector<Interval>& v) {
+    std::sort(v.begin(), v.end());
+    std::vector<Interval> out;
+    for (const Interval& i : v) {
+      if (!out.empty() && i.first <= out.back().second) {
+        out.back().second = std::max(out.back().second, i.second);
+      } else {
+        out.push_back(i);
+      }
+    }
+    v = std::move(out);
+  };
+  merge(a);
+  merge(b);
+  double overlap = 0;
+  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    overlap += std::max(0.0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return overlap;
+}
+
+class StepReplay {
+ public:
+  StepReplay(const proto::WorkloadTrace& trace, const TraceAlgorithms& algorithms,
+             const SimSetup& setup, double flops_per_s)
+      : trace_(trace), algorithms_(algorithms), setup_(setup), flops_per_s_(flops_per_s),
+        world_(static_cast<int>(trace.world_size())) {}
+
+  absl::StatusOr<StepSimulation> Run() {
+    StepSimulation out;
+    out.ops.resize(static_cast<std::size_t>(trace_.ops_size()));
+    std::vector<double> compute_free(static_cast<std::size_t>(world_), 0);
+    std::vector<double> stream_free(static_cast<std::size_t>(trace_.communicators_size()), 0);
+    compute_.resize(static_cast<std::size_t>(world_));
+    communication_.resize(static_cast<std::size_t>(world_));
+    for (int i = 0; i < trace_.ops_size(); ++i) {
+      const proto::WorkloadOp& op = trace_.ops(i);
+      double ready = 0;
+      for (std::uint32_t dep : op.deps()) ready = std::max(ready, out.ops[dep].end_s);
+      const proto::Communicator& c = trace_.communicators(static_cast<int>(op.communicator()));
+      const bool compute = op.kind() == proto::WorkloadOp::compute;
+      double& stream = stream_free[op.communicator()];
+      double start = compute ? ready : std::max(ready, stream);
+      if (compute) {
+        for (const proto::RankGroup& g : c.groups()) {
+          for (std::uint32_t r : g.ranks()) start = std::max(start, compute_free[r]);
+        }
+      }
+      absl::StatusOr<double> duration = compute ? op.flops() / flops_per_s_ : Communication(op, c);
+      if (!duration.ok()) return duration.status();
+      const double end = start + *duration;
+      out.ops[i] = {start, end};
+      out.step_s = std::max(out.step_s, end);
+      if (!compute) stream = end;
+      for (const proto::RankGroup& g : c.groups()) {
+        for (std::uint32_t r : g.ranks()) {
+          if (compute) compute_free[r] = end;
+          (compute ? compute_ : communication_)[r].emplace_back(start, end);
+        }
+      }
+    }
+    out.collectives_simulated = durations_.size();
+    Account(out);
+    return out;
+  }
+
+ private:
+  // The op's collective on every group of its communicator at once, simulated
+  // once per (communicator, kind, bytes).
+  absl::StatusOr<double> Communication(const proto::WorkloadOp& op, const proto::Communicator& c) {
+    const auto key = std::make_tuple(op.communicator(), static_cast<int>(op.kind()), op.bytes());
+    if (const auto found = durations_.find(key); found != durations_.end()) return found->second;
+    const bool pair = op.kind() == proto::WorkloadOp::send_recv;
+    const Collective* collective =
+        pair ? FindCollective("broadcast") : AlgorithmOf(algorithms_, op.kind());
+    SimSetup setup = setup_;
+    setup.groups = GroupsOf(c, world_);
+    setup.record_spans = false;
+    setup.start_delay_s.clear();  // a slow rank is a slower device here, not a late start
+    // A pair's sender is its first rank: the broadcast's root, as an index in the sorted pair.
+    const int root = pair && c.groups(0).ranks(0) > c.groups(0).ranks(1) ? 1 : 0;
+    absl::StatusOr<SimResult> sim =
+        SimulateSchedule(*collective, world_, static_cast<std::int64_t>(op.bytes()),
+                         TraceElementBytes(trace_), setup, root);
+    if (!sim.ok()) return sim.status();
+    double longest = 0;
+    for (const proto::RankGroup& g : c.groups()) {
+      for (std::uint32_t r : g.ranks()) longest = std::max(longest, sim->ranks[r].time_s);
+    }
+    durations_[key] = longest;
+    return longest;
+  }
+
+  void Account(StepSimulation& out) {
+    out.ranks.resize(static_cast<std::size_t>(world_));
+    double busiest = -1;
+    for (int r = 0; r < world_; ++r) {
+      RankStep& rank = out.ranks[r];
+      rank.compute_s = MergedLength(compute_[r]);
+      rank.communication_s = MergedLength(communication_[r]);
+      rank.overlap_s = OverlapLength(compute_[r], communication_[r]);
+      if (rank.compute_s + rank.exposed_s() > busiest) {
+        busiest = rank.compute_s + rank.exposed_s();
+        out.critical_rank = r;
+      }
+    }
+  }
+
+  const proto::WorkloadTrace& trace_;
+  const TraceAlgorithms& algorithms_;
+  const SimSetup& setup_;
+  double flops_per_s_;
+  int world_;
+  std::vector<std::vector<Interval>> compute_, communication_;
+  std::map<std::tuple<std::uint32_t, int, std::uint64_t>, double> durations_;
+};
+
+}  // namespace
+
+absl::StatusOr<StepSimulation> SimulateStep(const proto::WorkloadTrace& trace,
+                                            const TraceAlgorithms& algorithms,
+                                            const SimSetup& setup, double device_flops_per_s) {
+  if (!(device_flops_per_s > 0)) {
+    return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
+  }
+  if (static_cast<int>(setup.rates.host_bps.size()) != static_cast<int>(trace.world_size())) {
+    return absl::InvalidArgumentError(absl::StrCat("a fabric of ", setup.rates.host_bps.size(),
+                                                   " hosts for ", trace.world_size(), " ranks"));
+  }
+  return StepReplay(trace, algorithms, setup, device_flops_per_s).Run();
+}
+
+}  // namespace testbed

@@ -1,0 +1,56 @@
+// A workload trace's step replayed in the simulator (docs/workloads.md,
+// "Replay in the simulator"): every operation starts once its dependencies
+// ended and its resource is free - a compute waits for each of its ranks'
+// one compute stream, a communication for its communicator's one stream (as
+// NCCL runs one stream per process group) - and lasts what it lasts:
+// FLOPs over the device's rate, or the simulator's time for that collective
+// (allreduce/simulator/simulation.h) with all of its communicator's groups
+// at once on the fabric. A send-receive is a broadcast inside its pair.
+//
+// What it leaves out: operations that overlap in time do not share links
+// with each other here (each was simulated alone), so where a data-parallel
+// all-reduce overlaps a pipeline's sends on the same links the replay is
+// faster than the cluster would be.
+//
+// Thread-safety: a pure function.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "allreduce/simulator/simulation.h"
+#include "experiments/workload/step_summary.h"
+#include "proto/workload.pb.h"
+
+namespace testbed {
+
+struct OpTiming {
+  double start_s = 0;
+  double end_s = 0;
+};
+
+// One rank's step: busy time of its compute, of its communication, and of
+// both at once.
+struct RankStep {
+  double compute_s = 0;
+  double communication_s = 0;  // the union of its communications' spans
+  double overlap_s = 0;        // communication hidden behind compute
+  double exposed_s() const { return communication_s - overlap_s; }
+  double idle(double step_s) const { return step_s - compute_s - exposed_s(); }
+};
+
+struct StepSimulation {
+  double step_s = 0;
+  std::vector<OpTiming> ops;   // by the trace's index
+  std::vector<RankStep> ranks;
+  int critical_rank = 0;       // the rank with the most compute and exposed communication
+  std::uint64_t collectives_simulated = 0;  // distinct ones; the rest reused their times
+};
+
+// `setup` describes the world's fabric (its placement and rates for
+// trace.world_size() ranks); its groups are set per operation.
+absl::StatusOr<StepSimulation> SimulateStep(const proto::WorkloadTrace& trace,
+                                            const TraceAlgorithms& algorithms,
+                                            const SimSetup& setup, double device_flops_per_s);
+
+}  // namespace testbed
