@@ -63,7 +63,8 @@ const TrafficLine* Line(const StepSummary& s, Role role, Kind kind) {
 }
 
 double Sent(const proto::WorkloadTrace& trace, Role role, Kind kind) {
-  const TrafficLine* line = Line(SummarizeStep(trace, DefaultTraceAlgorithms()), role, kind);
+  const StepSummary summary = SummarizeStep(trace, DefaultTraceAlgorithms());
+  const TrafficLine* line = Line(summary, role, kind);
   return line == nullptr ? 0 : line->sent_bytes;
 }
 
@@ -150,9 +151,9 @@ TEST(WorkloadTrace, TensorParallelismAllReducesTheActivationsFourTimesPerLayer) 
           EXPECT_EQ(op.bytes(), kB * kS * kH * 2);
         }
         EXPECT_EQ(ops, 4 * kL * m) << "t " << t << " p " << p << " m " << m;
+        const StepSummary summary = SummarizeStep(trace, DefaultTraceAlgorithms());
         const TrafficLine* line =
-            Line(SummarizeStep(trace, DefaultTraceAlgorithms()),
-                 proto::CommunicatorRole::tensor_parallel, proto::WorkloadOp::all_reduce);
+            Line(summary, proto::CommunicatorRole::tensor_parallel, proto::WorkloadOp::all_reduce);
         ExpectNear(line->busiest,
                    4.0 * m * (kL / p) * 2.0 * (t - 1) / t * kB * kS * kH * 2, "per card");
       }

@@ -46,8 +46,8 @@ struct ModelCost {
   std::int64_t tensor_parallel_divisor = 1;  // what t must divide (h)
 };
 
-// Layers of the workload's model for micro-batches of `micro_batch_samples`
-// (a transformer: its micro_batch; an MLP: its batch over the micro-batches).
+// Layers of the workload's model, costed per micro-batch (a transformer: its
+// micro_batch samples; an MLP: its batch over the micro-batches).
 absl::StatusOr<ModelCost> CostOfModel(const proto::Workload& workload);
 
 // Models of well-known sizes for `testbed workload --model`: gpt2 (124M),
