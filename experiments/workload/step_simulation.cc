@@ -34,37 +34,28 @@ RankGroups GroupsOf(const proto::Communicator& c, int world) {
   return groups;
 }
 
-double MergedLength(std::vector<Interval>& spans) {
+// The spans as disjoint intervals, in order.
+std::vector<Interval> Merged(std::vector<Interval> spans) {
   std::sort(spans.begin(), spans.end());
-  double length = 0, begin = 0, end = -1;
-  for (const auto& [a, b] : spans) {
-    if (a > end) {
-      length += std::max(0.0, end - begin);
-      begin = a;
-      end = b;
+  std::vector<Interval> merged;
+  for (const Interval& span : spans) {
+    if (!merged.empty() && span.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, span.second);
     } else {
-      end = std::max(end, b);
+      merged.push_back(span);
     }
   }
-  return length + std::max(0.0, end - begin);
+  return merged;
 }
 
-// Length of the intersection of two sets of intervals, each merged first.
-double OverlapLength(std::vector<Interval> a, std::vector<Interval> b) {
-  const auto merge = [](std::vector<Interval>& v) {
-    std::sort(v.begin(), v.end());
-    std::vector<Interval> out;
-    for (const Interval& i : v) {
-      if (!out.empty() && i.first <= out.back().second) {
-        out.back().second = std::max(out.back().second, i.second);
-      } else {
-        out.push_back(i);
-      }
-    }
-    v = std::move(out);
-  };
-  merge(a);
-  merge(b);
+double Length(const std::vector<Interval>& merged) {
+  double length = 0;
+  for (const auto& [begin, end] : merged) length += end - begin;
+  return length;
+}
+
+// Length of the intersection of two sets of disjoint, ordered intervals.
+double OverlapLength(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   double overlap = 0;
   for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
     overlap += std::max(0.0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
@@ -150,9 +141,11 @@ class StepReplay {
     double busiest = -1;
     for (int r = 0; r < world_; ++r) {
       RankStep& rank = out.ranks[r];
-      rank.compute_s = MergedLength(compute_[r]);
-      rank.communication_s = MergedLength(communication_[r]);
-      rank.overlap_s = OverlapLength(compute_[r], communication_[r]);
+      const std::vector<Interval> compute = Merged(std::move(compute_[r]));
+      const std::vector<Interval> communication = Merged(std::move(communication_[r]));
+      rank.compute_s = Length(compute);
+      rank.communication_s = Length(communication);
+      rank.overlap_s = OverlapLength(compute, communication);
       if (rank.compute_s + rank.exposed_s() > busiest) {
         busiest = rank.compute_s + rank.exposed_s();
         out.critical_rank = r;

@@ -107,9 +107,12 @@ const Collective* AlgorithmOf(const TraceAlgorithms& algorithms, Kind kind) {
   }
 }
 
-std::optional<double> CourseBytes(const proto::WorkloadTrace& trace, int rank, Role role,
-                                  Kind kind) {
-  const std::optional<Generated> g = GeneratedOf(trace);
+namespace {
+
+// CourseBytes for a trace whose model and layout are already read back.
+std::optional<double> CourseBytesOf(const proto::WorkloadTrace& trace,
+                                    const std::optional<Generated>& g, int rank, Role role,
+                                    Kind kind) {
   if (!g) return std::nullopt;
   const int stage = g->layout.StageOf(rank);
   const auto e = static_cast<double>(TraceElementBytes(trace));
@@ -128,8 +131,16 @@ std::optional<double> CourseBytes(const proto::WorkloadTrace& trace, int rank, R
   }
 }
 
+}  // namespace
+
+std::optional<double> CourseBytes(const proto::WorkloadTrace& trace, int rank, Role role,
+                                  Kind kind) {
+  return CourseBytesOf(trace, GeneratedOf(trace), rank, role, kind);
+}
+
 StepSummary SummarizeStep(const proto::WorkloadTrace& trace, const TraceAlgorithms& algorithms) {
   const auto world = static_cast<std::size_t>(trace.world_size());
+  const std::optional<Generated> generated = GeneratedOf(trace);
   StepSummary summary;
   summary.sent_per_rank.assign(world, 0);
   summary.flops_per_rank.assign(world, 0);
@@ -170,10 +181,10 @@ StepSummary SummarizeStep(const proto::WorkloadTrace& trace, const TraceAlgorith
     const auto busiest = std::max_element(per_rank.begin(), per_rank.end());
     line.busiest_rank = static_cast<int>(busiest - per_rank.begin());
     line.busiest = *busiest;
-    line.closed_form = CourseBytes(trace, line.busiest_rank, line.role, line.kind);
+    line.closed_form = CourseBytesOf(trace, generated, line.busiest_rank, line.role, line.kind);
     summary.lines.push_back(line);
   }
-  if (const std::optional<Generated> g = GeneratedOf(trace)) {
+  if (const std::optional<Generated>& g = generated) {
     for (int s = 0; s < g->layout.pipeline; ++s) {
       summary.card_parameters = std::max(summary.card_parameters, StageParameters(*g, s));
     }
