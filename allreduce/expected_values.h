@@ -87,12 +87,15 @@ inline double Reduced(const InputPattern& p, ReduceOp op, int world_size, std::i
 }
 
 // What rank `rank` holds before `semantics` runs, written into `buffer`.
+// `phase` shifts the pattern along the elements: groups of a split
+// (rank_groups.h) each fill with their own group index, so a value that
+// leaked in from another group's rank of the same index fails the check.
 inline void FillInput(Semantics semantics, int world_size, int rank, std::int64_t count,
-                      DataType type, int root, std::byte* buffer) {
+                      DataType type, int root, std::byte* buffer, std::int64_t phase = 0) {
   const Chunk mine = ChunkOf(count, world_size, rank);
   const InputPattern pattern = InputPatternFor(type, world_size);
   for (std::int64_t i = 0; i < count; ++i) {
-    double value = InputValue(pattern, rank, i);
+    double value = InputValue(pattern, rank, i + phase);
     if (semantics == Semantics::kBroadcast && rank != root) value = kPoison;
     if (semantics == Semantics::kAllGather && (i < mine.offset || i >= mine.offset + mine.count)) {
       value = kPoison;
@@ -115,12 +118,15 @@ struct Mismatches {
   std::string first;  // where the first one was, for the failure message
 };
 
-// Elements of rank r's `buffer` that differ from what `semantics` promises.
+// Elements of rank r's `buffer` that differ from what `semantics` promises,
+// for inputs filled with `phase` (FillInput).
 inline Mismatches CheckRank(Semantics semantics, int world_size, int r, const std::byte* buffer,
-                            std::int64_t count, DataType type, ReduceOp op, int root) {
+                            std::int64_t count, DataType type, ReduceOp op, int root,
+                            std::int64_t phase = 0) {
   Mismatches m;
   const InputPattern pattern = InputPatternFor(type, world_size);
-  for (std::int64_t i = 0; i < count; ++i) {
+  for (std::int64_t element = 0; element < count; ++element) {
+    const std::int64_t i = element + phase;  // the pattern's index; chunks use `element`
     double expected = 0;
     switch (semantics) {
       case Semantics::kAllReduce: expected = Reduced(pattern, op, world_size, i); break;
@@ -131,18 +137,18 @@ inline Mismatches CheckRank(Semantics semantics, int world_size, int r, const st
         break;
       case Semantics::kReduceScatter: {
         const Chunk mine = ChunkOf(count, world_size, r);
-        if (i < mine.offset || i >= mine.offset + mine.count) continue;
+        if (element < mine.offset || element >= mine.offset + mine.count) continue;
         expected = Reduced(pattern, op, world_size, i);
         break;
       }
       case Semantics::kAllGather:
-        expected = InputValue(pattern, ChunkOwner(count, world_size, i), i);
+        expected = InputValue(pattern, ChunkOwner(count, world_size, element), i);
         break;
     }
-    const double got = LoadElement(type, buffer, i);
+    const double got = LoadElement(type, buffer, element);
     if (got != expected) {
       if (m.count == 0) {
-        m.first = "rank " + std::to_string(r) + " element " + std::to_string(i) + ": got " +
+        m.first = "rank " + std::to_string(r) + " element " + std::to_string(element) + ": got " +
                   std::to_string(got) + ", expected " + std::to_string(expected);
       }
       ++m.count;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "allreduce/collective.h"
+#include "allreduce/rank_groups.h"
 
 namespace testbed {
 
@@ -38,5 +39,12 @@ struct TrafficSummary {
 TrafficSummary CountTraffic(const Collective& collective, int world_size, std::int64_t bytes,
                             std::int64_t element_size, int root = 0,
                             const Placement& placement = Placement::Flat());
+
+// One group of a split (rank_groups.h) on its own: its ranks' schedules in
+// the group (BuildInGroup), counted on the world's racks, per_rank by index
+// in the group. `group` must be an index into groups.members.
+TrafficSummary CountGroupTraffic(const Collective& collective, const RankGroups& groups, int group,
+                                 std::int64_t bytes, std::int64_t element_size, int root = 0,
+                                 const Placement& world = Placement::Flat());
 
 }  // namespace testbed

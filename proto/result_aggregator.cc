@@ -25,8 +25,10 @@ double NearestRank(const std::vector<double>& sorted, double q) {
 // The row's fabric and the payload that crossed racks, from the schedules and
 // the placement; ps's shards sit on the spine, so each push and value crosses
 // its worker's uplink.
-void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& collective, int n,
-                      std::int64_t bytes, proto::ResultRow& row) {
+void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& collective,
+                      const RankGroups& groups, int group, std::int64_t bytes,
+                      proto::ResultRow& row) {
+  const int n = groups.world_size();
   row.set_fabric(FabricSummary(spec.fabric()));
   const Placement placement = PlacementOf(spec.fabric(), n);
   const int racks = placement.Racks(n);
@@ -56,7 +58,8 @@ void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& colle
     }
     row.set_cross_rack_theory_bytes(cross);
   } else {
-    const TrafficSummary t = CountTraffic(collective, n, bytes, ElementBytes(spec), 0, placement);
+    const TrafficSummary t =
+        CountGroupTraffic(collective, groups, group, bytes, ElementBytes(spec), 0, placement);
     uplinks = t.per_rack;
     row.set_cross_rack_theory_bytes(t.cross_rack_bytes);
   }
@@ -66,20 +69,14 @@ void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& colle
   }
 }
 
-}  // namespace
-
-absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
-                                              const std::vector<proto::RankResult>& by_rank) {
+// Every rank reported once, in order, the same algorithm, size and iteration count.
+absl::Status CheckRanks(const proto::ExperimentSpec& spec,
+                        const std::vector<proto::RankResult>& by_rank) {
   const int n = static_cast<int>(spec.workers());
   if (static_cast<int>(by_rank.size()) != n || n == 0) {
     return absl::InvalidArgumentError(absl::StrCat(by_rank.size(), " results for ", n, " ranks"));
   }
   const proto::RankResult& first = by_rank[0];
-  const Collective* collective = FindCollective(first.algorithm());
-  if (collective == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown algorithm ", first.algorithm()));
-  }
-  const bool ps = collective->runs_on_parameter_server();
   const int iterations = first.iteration_us_size();
   for (int r = 0; r < n; ++r) {
     const proto::RankResult& result = by_rank[r];
@@ -92,6 +89,19 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
     }
   }
 
+  return absl::OkStatus();
+}
+
+// The row of one group's ranks (`members`, in order of their index in the
+// group); the world's where the spec has no split.
+absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
+                                            const Collective* collective,
+                                            const std::vector<const proto::RankResult*>& members,
+                                            const RankGroups& groups, int group) {
+  const int n = static_cast<int>(members.size());
+  const proto::RankResult& first = *members[0];
+  const bool ps = collective->runs_on_parameter_server();
+  const int iterations = first.iteration_us_size();
   proto::ResultRow row;
   row.set_algorithm(first.algorithm());
   row.set_workers(n);
@@ -106,13 +116,15 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
 
   // Each rank's own median, then per iteration the slowest rank's time: the
   // collective's.
-  for (const proto::RankResult& result : by_rank) {
+  for (const proto::RankResult* rank_result : members) {
+    const proto::RankResult& result = *rank_result;
     std::vector<double> own(result.iteration_us().begin(), result.iteration_us().end());
     std::sort(own.begin(), own.end());
     row.add_rank_time_us_p50(static_cast<std::uint64_t>(std::llround(NearestRank(own, 0.5))));
   }
   if (spec.record_rounds()) {
-    for (const proto::RankResult& result : by_rank) {
+    for (const proto::RankResult* rank_result : members) {
+    const proto::RankResult& result = *rank_result;
       row.add_rank_round_counts(static_cast<std::uint32_t>(result.round_end_us_size()));
       for (double us : result.round_end_us()) {
         row.add_rank_round_end_us(static_cast<std::uint64_t>(std::llround(std::max(0.0, us))));
@@ -121,8 +133,8 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   }
   std::vector<double> times(iterations, 0.0);
   for (int i = 0; i < iterations; ++i) {
-    for (const proto::RankResult& result : by_rank) {
-      times[i] = std::max(times[i], result.iteration_us(i));
+    for (const proto::RankResult* result : members) {
+      times[i] = std::max(times[i], result->iteration_us(i));
     }
   }
   double sum = 0;
@@ -142,7 +154,8 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   std::uint64_t payload = 0, busiest = 0, staged = 0;
   std::int64_t wrong = 0;
   std::vector<std::uint64_t> per_shard(ps ? spec.servers() : 0, 0);
-  for (const proto::RankResult& result : by_rank) {
+  for (const proto::RankResult* rank_result : members) {
+    const proto::RankResult& result = *rank_result;
     // All-reduce bytes travel rank to rank: count each once, as sent. Parameter
     // server bytes go worker -> server and back: both directions are traffic.
     payload += result.payload_bytes_sent() + (ps ? result.payload_bytes_received() : 0);
@@ -160,9 +173,10 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_wrong(wrong);
   row.set_staged_bytes_total(staged);
   // Wire bytes only when every rank had its own interface to count.
-  if (std::all_of(by_rank.begin(), by_rank.end(),
-                  [](const auto& r) { return r.has_wire_bytes_sent(); })) {
-    for (const proto::RankResult& result : by_rank) {
+  if (std::all_of(members.begin(), members.end(),
+                  [](const proto::RankResult* r) { return r->has_wire_bytes_sent(); })) {
+    for (const proto::RankResult* rank_result : members) {
+    const proto::RankResult& result = *rank_result;
       row.add_wire_bytes_sent(result.wire_bytes_sent());
       row.add_wire_bytes_received(result.wire_bytes_received());
       row.set_wire_bytes_sent_total(row.wire_bytes_sent_total() + result.wire_bytes_sent());
@@ -172,7 +186,7 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   }
   row.set_theory_bytes_total(collective->formula_bytes(n, first.bytes()));
   row.set_rounds(collective->formula_rounds(n));
-  SetFabricTraffic(spec, *collective, n, first.bytes(), row);
+  SetFabricTraffic(spec, *collective, groups, group, first.bytes(), row);
   if (ps) {
     // Through each shard 2 N times its slice.
     const std::int64_t m = first.bytes();
@@ -190,5 +204,45 @@ absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
   row.set_max_rank_bytes(busiest);
   return row;
 }
+
+}  // namespace
+
+absl::StatusOr<std::vector<proto::ResultRow>> AggregateRows(
+    const proto::ExperimentSpec& spec, const std::vector<proto::RankResult>& by_rank) {
+  if (absl::Status st = CheckRanks(spec, by_rank); !st.ok()) return st;
+  const Collective* collective = FindCollective(by_rank[0].algorithm());
+  if (collective == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown algorithm ", by_rank[0].algorithm()));
+  }
+  absl::StatusOr<RankGroups> groups = GroupsOf(spec, static_cast<int>(spec.workers()));
+  if (!groups.ok()) return groups.status();
+  std::vector<proto::ResultRow> rows;
+  for (std::size_t g = 0; g < groups->members.size(); ++g) {
+    std::vector<const proto::RankResult*> members;
+    for (int rank : groups->members[g]) members.push_back(&by_rank[static_cast<std::size_t>(rank)]);
+    absl::StatusOr<proto::ResultRow> row =
+        RowOfGroup(spec, collective, members, *groups, static_cast<int>(g));
+    if (!row.ok()) return row.status();
+    if (!spec.split().empty()) {
+      row->set_split(spec.split());
+      row->set_group(static_cast<std::uint32_t>(g));
+      for (int rank : groups->members[g]) row->add_group_ranks(static_cast<std::uint32_t>(rank));
+    }
+    rows.push_back(*std::move(row));
+  }
+  return rows;
+}
+
+absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
+                                              const std::vector<proto::RankResult>& by_rank) {
+  absl::StatusOr<std::vector<proto::ResultRow>> rows = AggregateRows(spec, by_rank);
+  if (!rows.ok()) return rows.status();
+  if (rows->size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("split '", spec.split(), "' makes ",
+                                                   rows->size(), " rows, not one"));
+  }
+  return rows->front();
+}
+
 
 }  // namespace testbed

@@ -18,4 +18,11 @@ namespace testbed {
 absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
                                               const std::vector<proto::RankResult>& by_rank);
 
+// The rows of the spec's split (proto/spec.h's GroupsOf): one per group, in
+// group order, each over its members' results, with `workers` the group's
+// size; one row, AggregateRow's, without a split. AggregateRow refuses a
+// spec whose split makes several.
+absl::StatusOr<std::vector<proto::ResultRow>> AggregateRows(
+    const proto::ExperimentSpec& spec, const std::vector<proto::RankResult>& by_rank);
+
 }  // namespace testbed

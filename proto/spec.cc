@@ -208,6 +208,21 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
       }
     }
   }
+  if (!spec.split().empty()) {
+    if (UsesParameterServer(spec)) {
+      return Bad("split '", spec.split(), "' runs scheduled collectives in groups; ps serves "
+                 "all the workers at once");
+    }
+    if (spec.record_rounds()) {
+      return Bad("a timeline (record_rounds, --timeline) draws one group of all the workers; "
+                 "drop split '", spec.split(), "' or the timeline");
+    }
+    for (int n : WorkerCounts(spec)) {
+      if (absl::StatusOr<RankGroups> groups = GroupsOf(spec, n); !groups.ok()) {
+        return Bad(std::string(groups.status().message()), " (at ", n, " workers)");
+      }
+    }
+  }
   for (std::uint32_t n : spec.worker_counts()) {
     if (n < 1 || n > static_cast<std::uint32_t>(max_workers)) {
       return Bad("worker counts must be 1..", max_workers, ", not ", n);
@@ -217,6 +232,11 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec, SpecReader reader) 
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<RankGroups> GroupsOf(const proto::ExperimentSpec& spec, int workers) {
+  if (spec.split().empty()) return RankGroups::World(workers);
+  return ParseSplit(spec.split(), workers);
 }
 
 std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes, bool staged) {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "allreduce/data_type.h"
 #include "allreduce/memory.h"
+#include "allreduce/rank_groups.h"
 #include "proto/experiment.pb.h"
 
 namespace testbed {
@@ -63,6 +64,11 @@ int MaxWorkers(SpecReader reader);
 
 // The worker counts a spec sweeps over: worker_counts, else {workers}.
 std::vector<int> WorkerCounts(const proto::ExperimentSpec& spec);
+
+// The groups `workers` ranks run in under the spec's split (one group of
+// all of them where it is empty): parsed here only, for the workers, the
+// aggregator and the simulator alike. ValidateSpec checks it at every count.
+absl::StatusOr<RankGroups> GroupsOf(const proto::ExperimentSpec& spec, int workers);
 
 // InvalidArgument naming the first bad field: unknown algorithm, N < 1 or
 // over MaxWorkers(reader), a size that is not a whole number of

@@ -397,16 +397,23 @@ void CoordinatorCore::AdvanceRows(Time now) {
     }
     std::sort(results.begin(), results.end(),
               [](const auto& a, const auto& b) { return a.rank() < b.rank(); });
-    absl::StatusOr<proto::ResultRow> row = AggregateRow(spec, results);
-    if (!row.ok()) {
-      Fail(absl::InternalError(row.status().message()));
+    absl::StatusOr<std::vector<proto::ResultRow>> group_rows = AggregateRows(spec, results);
+    if (!group_rows.ok()) {
+      Fail(absl::InternalError(group_rows.status().message()));
       return;
     }
     ++e.next_row;
-    rows_.push_back(Row{.row = *row,
-                        .note = absl::StrCat("[", e.next_row, "/", rows, "] ", what, ": ",
-                                             static_cast<std::int64_t>(row->time_us_avg()),
-                                             " us, wrong ", row->wrong())});
+    for (proto::ResultRow& row : *group_rows) {
+      // Under a split, one row per group (proto/result_aggregator.h).
+      const std::string group =
+          spec.split().empty() ? std::string()
+                               : absl::StrCat(", group ", row.group() + 1, " of ",
+                                              group_rows->size(), " (", spec.split(), ")");
+      std::string note = absl::StrCat("[", e.next_row, "/", rows, "] ", what, group, ": ",
+                                      static_cast<std::int64_t>(row.time_us_avg()), " us, wrong ",
+                                      row.wrong());
+      rows_.push_back(Row{.row = std::move(row), .note = std::move(note)});
+    }
   }
   if (state_ == ExperimentState::kRunning) {
     Enter(ExperimentState::kCollecting, now + timeouts_.handshake_timeout, "workers to finish");

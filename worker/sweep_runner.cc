@@ -13,6 +13,7 @@
 #include "allreduce/collectives.h"
 #include "allreduce/executor.h"
 #include "allreduce/expected_values.h"
+#include "allreduce/rank_groups.h"
 #include "allreduce/segment_plan.h"
 #include "proto/fabric_spec.h"
 #include "proto/spec.h"
@@ -88,6 +89,14 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
   const Allocation buffer = ops.Allocate(max_bytes);
   std::vector<std::byte> pristine(max_bytes), staging(staged ? max_bytes : 0);
   Executor executor(transport);
+  // Under the spec's split this rank runs each collective in its group, as a
+  // group of that size would: inputs, schedule and check by its index there,
+  // the inputs shifted by its group's index (expected_values.h's phase).
+  absl::StatusOr<RankGroups> groups = GroupsOf(spec, n);
+  if (!groups.ok()) return groups.status();
+  const auto group_size = static_cast<int>(groups->GroupOf(rank).size());
+  const int group_index = groups->index_in_group[static_cast<std::size_t>(rank)];
+  const std::int64_t phase = groups->group_of_rank[static_cast<std::size_t>(rank)];
 
   // The barrier is a one-element all-reduce; its buffer is its own.
   const Schedule barrier = BuildAllReduceButterfly(rank, n, 1);
@@ -113,7 +122,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       const MutableBuffer data = buffer.buffer().subspan(0, bytes);
       const std::span<std::byte> host_view =  // what the check reads
           staged ? std::span(staging.data(), bytes) : std::span(data.data, bytes);
-      FillInput(semantics, n, rank, count, type, 0, pristine.data());
+      FillInput(semantics, group_size, group_index, count, type, 0, pristine.data(), phase);
 
       // One iteration of this (algorithm, size), and the traffic it moved.
       std::function<absl::Status()> run_once;
@@ -137,7 +146,8 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
         run_once = [&] { return env.parameter_server->PushPull(tensor, rank, ++step, data); };
         reset_traffic = [&] { env.parameter_server->ResetTraffic(); };
       } else {
-        schedule = collective->Build(rank, n, count, /*root=*/0, PlacementOf(spec.fabric(), n));
+        schedule = BuildInGroup(*collective, *groups, rank, count, /*root=*/0,
+                                PlacementOf(spec.fabric(), n));
         segment = SegmentBytesFor(spec, bytes, staged_path);
         executor.Prepare(schedule, type, memory, segment);
         run_once = [&] {
@@ -233,7 +243,8 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       if (staged && !spec.skip_check()) ops.Download(host_view, data);
       result.set_wrong(spec.skip_check()
                            ? -1
-                           : CheckRank(semantics, n, rank, host_view.data(), count, type, op, 0)
+                           : CheckRank(semantics, group_size, group_index, host_view.data(),
+                                       count, type, op, 0, phase)
                                  .count);
       if (ps) {
         // Once every worker has pulled its last step, rank 0 frees the tensor.

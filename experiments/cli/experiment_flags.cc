@@ -75,6 +75,10 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                  "peer and bytes, the slowest rank's track marked. Measured rows draw their "
                  "last timed iteration, simulated ones their one; up to " +
                      std::to_string(kMaxTimelineRanks) + " workers. docs/simulator.md");
+  cmd.add_option("--split", f.split,
+                 "Run each collective in groups at once, as nccl-tests' NCCL_TESTS_SPLIT: div:K "
+                 "blocks of K consecutive ranks (inside racks of K, packed), mod:K K groups of "
+                 "every K-th rank (across them); a row per group. Scheduled algorithms only");
   AddFormatFlag(cmd, f.format);
   AddNetworkFlag(cmd, f.network);
   AddLinkRateFlag(cmd, f.link_rate_bps);
@@ -227,6 +231,7 @@ absl::StatusOr<proto::ExperimentSpec> BuildSpec(const ExperimentFlags& f, const 
   if (cmd.count("--no-check") > 0) spec.set_skip_check(true);
   if (given("--timeout")) spec.set_timeout_s(f.timeout_s);
   if (!f.timeline.empty()) spec.set_record_rounds(true);
+  if (given("--split")) spec.set_split(f.split);
   if (given("--network")) spec.set_network(f.network);
   if (given("--link-rate")) spec.set_link_rate_bps(f.link_rate_bps);
   if (given("--alpha")) spec.set_model_alpha_us(f.alpha_us);

@@ -46,6 +46,8 @@ struct ExperimentFlags {
   // (experiments/results/row_timeline.h); empty: none. Sets the spec's
   // record_rounds.
   std::string timeline;
+  // The spec's split (proto/experiment.proto): "div:K" or "mod:K", a row per group.
+  std::string split;
   OutputFormat format = OutputFormat::kTable;
   // Placement (testbed local) and the cost model's prediction per row.
   proto::Network::Kind network = proto::Network::loopback;

@@ -82,7 +82,9 @@ NetnsFabricOptions FabricOptions(const proto::ExperimentSpec& spec, int servers,
 }
 
 // Each row's share of the uplinks' counters: what they counted since the
-// previous row arrived (proto/experiment.proto, uplink_wire_bytes_*).
+// previous row arrived (proto/experiment.proto, uplink_wire_bytes_*). The
+// groups of a split share the uplinks and arrive together: each of their rows
+// carries the count of all of them, as its first group's row does.
 class UplinkMeter {
  public:
   explicit UplinkMeter(const NetnsFabric* fabric) : fabric_(fabric) {
@@ -90,11 +92,22 @@ class UplinkMeter {
   }
   void Annotate(proto::ResultRow& row) {
     if (last_.empty()) return;
+    if (row.group() > 0) {
+      for (std::size_t r = 0; r < counted_.size(); ++r) {
+        row.add_uplink_wire_bytes_up(counted_[r].up);
+        row.add_uplink_wire_bytes_down(counted_[r].down);
+      }
+      return;
+    }
     const std::vector<UplinkBytes> now = Read();
     if (now.size() != last_.size()) return;
     for (std::size_t r = 0; r < now.size(); ++r) {
       row.add_uplink_wire_bytes_up(now[r].up - last_[r].up);
       row.add_uplink_wire_bytes_down(now[r].down - last_[r].down);
+    }
+    counted_.clear();
+    for (std::size_t r = 0; r < now.size(); ++r) {
+      counted_.push_back({.up = now[r].up - last_[r].up, .down = now[r].down - last_[r].down});
     }
     last_ = now;
   }
@@ -106,6 +119,7 @@ class UplinkMeter {
   }
   const NetnsFabric* fabric_;
   std::vector<UplinkBytes> last_;
+  std::vector<UplinkBytes> counted_;  // the last (algorithm, size)'s, for its other groups
 };
 
 // One cluster (one N of a sweep): start it - on loopback or in an emulated

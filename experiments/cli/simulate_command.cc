@@ -152,14 +152,21 @@ absl::Status SimulateOneN(const proto::ExperimentSpec& spec, RowSink& sink, Resu
   for (const std::string& algorithm : spec.algorithms()) {
     for (std::int64_t bytes : spec.sizes()) {
       double wall_s = 0;
-      absl::StatusOr<proto::ResultRow> row = SimulateRow(spec, algorithm, bytes, &wall_s);
-      if (!row.ok()) return row.status();
-      err << "testbed simulate: N = " << spec.workers() << ", " << algorithm << ", "
-          << FormatByteSize(bytes) << ": " << row->time_us_avg() / 1e6 << " s simulated in "
-          << wall_s << " s" << std::endl;
-      sink.Add(*row);
-      if (out.is_open()) {
-        if (absl::Status st = out.Append(*row); !st.ok()) return st;
+      absl::StatusOr<std::vector<proto::ResultRow>> rows =
+          SimulateRows(spec, algorithm, bytes, &wall_s);
+      if (!rows.ok()) return rows.status();
+      for (const proto::ResultRow& row : *rows) {
+        const std::string group =
+            spec.split().empty() ? std::string()
+                                 : absl::StrCat(", group ", row.group() + 1, " of ", rows->size(),
+                                                " (", spec.split(), ")");
+        err << "testbed simulate: N = " << spec.workers() << ", " << algorithm << ", "
+            << FormatByteSize(bytes) << group << ": " << row.time_us_avg() / 1e6
+            << " s simulated in " << wall_s << " s" << std::endl;
+        sink.Add(row);
+        if (out.is_open()) {
+          if (absl::Status st = out.Append(row); !st.ok()) return st;
+        }
       }
     }
   }
@@ -168,9 +175,9 @@ absl::Status SimulateOneN(const proto::ExperimentSpec& spec, RowSink& sink, Resu
 
 }  // namespace
 
-absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
-                                             const std::string& algorithm, std::int64_t bytes,
-                                             double* wall_s) {
+absl::StatusOr<std::vector<proto::ResultRow>> SimulateRows(const proto::ExperimentSpec& spec,
+                                                           const std::string& algorithm,
+                                                           std::int64_t bytes, double* wall_s) {
   const Collective* collective = FindCollective(algorithm);
   if (collective == nullptr) return absl::InvalidArgumentError("unknown algorithm " + algorithm);
   const int n = static_cast<int>(spec.workers());
@@ -179,6 +186,11 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
         "a timeline records up to ", kMaxTimelineRanks, " ranks (common/limits.h), not ", n));
   }
   SimSetup setup = SimSetupOf(spec);
+  if (!spec.split().empty()) {
+    absl::StatusOr<RankGroups> groups = GroupsOf(spec, n);
+    if (!groups.ok()) return groups.status();
+    setup.groups = *std::move(groups);
+  }
   setup.record_spans = spec.record_rounds();
   setup.segment_bytes = SegmentBytesFor(spec, bytes, /*staged=*/false);
   const auto start = std::chrono::steady_clock::now();
@@ -191,10 +203,23 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
     *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   if (!sim.ok()) return sim.status();
-  absl::StatusOr<proto::ResultRow> row =
-      AggregateRow(spec, RankResults(algorithm, bytes, *sim, setup));
-  if (row.ok()) AddModelTime(spec, *row);
-  return row;
+  absl::StatusOr<std::vector<proto::ResultRow>> rows =
+      AggregateRows(spec, RankResults(algorithm, bytes, *sim, setup));
+  if (!rows.ok()) return rows.status();
+  for (proto::ResultRow& row : *rows) AddModelTime(spec, row);
+  return rows;
+}
+
+absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
+                                             const std::string& algorithm, std::int64_t bytes,
+                                             double* wall_s) {
+  absl::StatusOr<std::vector<proto::ResultRow>> rows = SimulateRows(spec, algorithm, bytes, wall_s);
+  if (!rows.ok()) return rows.status();
+  if (rows->size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("split '", spec.split(), "' makes ",
+                                                   rows->size(), " rows, not one"));
+  }
+  return rows->front();
 }
 
 namespace {

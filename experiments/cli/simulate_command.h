@@ -50,4 +50,12 @@ absl::StatusOr<proto::ResultRow> SimulateRow(const proto::ExperimentSpec& spec,
                                              const std::string& algorithm, std::int64_t bytes,
                                              double* wall_s = nullptr);
 
+// The same under the spec's split: one row per group, all of them on the
+// fabric at once (proto/result_aggregator.h's AggregateRows); SimulateRow
+// refuses a split that makes several.
+absl::StatusOr<std::vector<proto::ResultRow>> SimulateRows(const proto::ExperimentSpec& spec,
+                                                           const std::string& algorithm,
+                                                           std::int64_t bytes,
+                                                           double* wall_s = nullptr);
+
 }  // namespace testbed

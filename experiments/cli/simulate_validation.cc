@@ -41,6 +41,10 @@ absl::StatusOr<std::vector<Measured>> MeasuredPoints(const std::vector<RecordedR
                       "not simulated yet");
       }
       if (row.time_us_p50() <= 0) return refuse(row.algorithm(), " has no median time");
+      if (!row.split().empty()) {
+        return refuse("its rows are groups of split '", row.split(), "'; simulate the same spec "
+                      "(testbed simulate --split) to compare them");
+      }
       Measured m{run.spec, row, RunsOnParameterServer(row.algorithm())};
       m.spec.set_workers(row.workers());
       m.spec.clear_worker_counts();

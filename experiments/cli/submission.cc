@@ -29,7 +29,9 @@ std::optional<LinkModel> SpecLinkModel(const proto::ExperimentSpec& spec) {
 
 void AddModelTime(const proto::ExperimentSpec& spec, proto::ResultRow& row) {
   const std::optional<LinkModel> model = SpecLinkModel(spec);
-  if (!model) return;
+  // The model is of one collective over the world; a group of a split shares
+  // the links with the others, which the closed forms do not see.
+  if (!model || !row.split().empty()) return;
   const LinkModel& link = *model;
   absl::StatusOr<CostEstimate> estimate = EstimateRow(row, link);
   const proto::Fabric& fabric = spec.fabric();

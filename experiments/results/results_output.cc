@@ -28,7 +28,11 @@ std::vector<std::string> TableColumns(const std::vector<proto::ResultRow>& rows)
   const bool any_device = any([](const proto::ResultRow& r) {
     return !r.memory().empty() && r.memory() != "host";
   });
-  std::vector<std::string> columns = {"algorithm", "workers", "bytes", "time_us_avg"};
+  const bool any_split = any([](const proto::ResultRow& r) { return !r.split().empty(); });
+  std::vector<std::string> columns = {"algorithm", "workers"};
+  // A split's rows are its groups: which one, who is in it, what crossed racks.
+  if (any_split) columns.insert(columns.end(), {"group", "group_ranks", "cross_rack_theory_bytes"});
+  columns.insert(columns.end(), {"bytes", "time_us_avg"});
   if (any_model) columns.push_back("model_time_us");
   columns.insert(columns.end(), {"time_us_min", "time_us_p50", "time_us_p99", "time_us_max",
                                  "algbw_gbps", "busbw_gbps",

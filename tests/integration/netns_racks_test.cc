@@ -122,5 +122,50 @@ TEST_F(NetnsRacksTest, TwoRacksRunExactAndTheUplinksCountWhatTheSchedulesSay) {
   std::filesystem::remove_all(dir);
 }
 
+// nccl-tests' split on the racks: div:2 puts a ring in each rack, mod:2 a
+// ring of ranks from both. Each group's row is exact; inside racks nothing
+// crosses, across them each group's row says what it sends up its uplinks,
+// and the uplinks counted it (every group's row carries all groups' count).
+TEST_F(NetnsRacksTest, GroupsOfASplitRunExactInsideAndAcrossTheRacks) {
+  const std::string dir = TempDir("netns-split");
+  for (const std::string split : {"div:2", "mod:2"}) {
+    SCOPED_TRACE(split);
+    TestbedProcess testbed(TESTBED_CLI_PATH,
+                           {"local", "--network", "netns", "--link-rate", "1gbit", "--workers",
+                            "4", "--racks", "2", "--oversubscription", "2", "--algorithms",
+                            "ring", "--sizes", "1MiB", "--iters", "2", "--warmup", "1",
+                            "--split", split, "--format", "json"},
+                           dir);
+    const auto status = testbed.Wait(std::chrono::minutes(3));
+    ASSERT_TRUE(status.has_value()) << "testbed local did not finish\n" << testbed.Stderr();
+    ASSERT_EQ(*status, 0) << testbed.Stderr();
+    const std::vector<std::string> rows = Lines(testbed.Stdout());
+    ASSERT_EQ(rows.size(), 2u) << testbed.Stdout();
+    double theory = 0;
+    for (const std::string& row : rows) {
+      SCOPED_TRACE(row);
+      EXPECT_EQ(JsonField(row, "wrong"), "0");
+      EXPECT_EQ(JsonField(row, "workers"), "2");
+      EXPECT_EQ(JsonField(row, "payload_bytes_total"), JsonField(row, "theory_bytes_total"));
+      const std::vector<double> up = JsonNumbers(row, "uplink_theory_bytes_up");
+      ASSERT_EQ(up.size(), 2u);
+      // A ring of 2 sends M each way: across racks each rank's M goes up.
+      EXPECT_EQ(up[0] + up[1], split == "div:2" ? 0 : 2 << 20);
+      theory += 3 * (up[0] + up[1]);  // warm-up and timed iterations
+    }
+    const std::vector<double> wire = JsonNumbers(rows[0], "uplink_wire_bytes_up");
+    ASSERT_EQ(wire.size(), 2u);
+    EXPECT_EQ(JsonNumbers(rows[1], "uplink_wire_bytes_up"), wire);
+    const double counted = wire[0] + wire[1];
+    if (split == "div:2") {
+      EXPECT_LT(counted, 256 << 10);  // control traffic only
+    } else {
+      EXPECT_GE(counted, theory);
+      EXPECT_LE(counted, theory * 1.06);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace testbed
