@@ -44,8 +44,18 @@ enum class SplitKind { kDiv, kMod };
 // The groups of `world_size` ranks under the split; k in 1..world_size.
 absl::StatusOr<RankGroups> SplitRanks(int world_size, SplitKind kind, int k);
 
-// "div:4", "mod:2" (nccl-tests' "DIV 4", "MOD 2"), for flags and specs.
+// Groups given by their members (a trace's communicator, docs/workloads.md):
+// disjoint world ranks in 0..world_size-1, each group's sorted; every rank in
+// none of them runs alone, a group of one.
+absl::StatusOr<RankGroups> GroupsOfMembers(std::vector<std::vector<int>> groups, int world_size);
+
+// "div:4", "mod:2" (nccl-tests' "DIV 4", "MOD 2"), or the members themselves,
+// "groups:0,2/1,3" (GroupsOfMembers), for flags and specs.
 absl::StatusOr<RankGroups> ParseSplit(std::string_view text, int world_size);
+
+// The "groups:..." text of `groups`' groups of more than one rank: what
+// ParseSplit reads back as the same groups.
+std::string SplitText(const RankGroups& groups);
 
 // The racks of `members` (world ranks) as a placement of the group, racks
 // renumbered densely in order of their first member.

@@ -38,6 +38,22 @@ TEST(RankGroupsTest, DivMakesBlocksAndModDealsRanksAsNcclTestsSplitDoes) {
   EXPECT_THAT(std::string(ParseSplit("div:9", 8).status().message()), HasSubstr("1..8"));
 }
 
+TEST(RankGroupsTest, GroupsGivenByTheirMembersLeaveTheOthersAloneAndReadBack) {
+  // A trace's communicator: pairs four apart, ranks 2 and 6 in none.
+  const RankGroups pairs = *ParseSplit("groups:4,0/1,5/3,7", 8);
+  EXPECT_THAT(pairs.members, ElementsAre(ElementsAre(0, 4), ElementsAre(1, 5), ElementsAre(3, 7),
+                                         ElementsAre(2), ElementsAre(6)));
+  EXPECT_EQ(pairs.index_in_group[4], 1);
+  EXPECT_EQ(SplitText(pairs), "groups:0,4/1,5/3,7");
+  EXPECT_EQ(ParseSplit(SplitText(pairs), 8)->members, pairs.members);
+  EXPECT_EQ(SplitText(*ParseSplit("div:4", 8)), "groups:0,1,2,3/4,5,6,7");
+  for (const char* bad : {"groups:0,8", "groups:0,1/1,2", "groups:0,,1", "groups:a", "groups:-1,0"}) {
+    EXPECT_FALSE(ParseSplit(bad, 8).ok()) << bad;
+  }
+  EXPECT_THAT(std::string(ParseSplit("groups:0,1/1,2", 8).status().message()),
+              HasSubstr("rank 1 is in two groups"));
+}
+
 TEST(RankGroupsTest, AGroupsPlacementIsItsMembersRacksRenumbered) {
   const Placement world = Placement::Packed({4, 4});
   EXPECT_THAT(GroupPlacement(world, {5, 6}).rack_of_rank, ElementsAre(0, 0));

@@ -201,18 +201,17 @@ int RunOneCluster(const LocalOptions& options, const proto::ExperimentSpec& spec
 
 }  // namespace
 
-int RunLocal(const LocalOptions& options, const CLI::App& command) {
-  absl::StatusOr<proto::ExperimentSpec> spec = BuildSpec(options.experiment, command);
-  if (!spec.ok()) {
-    std::cerr << "error: " << spec.status().message() << "\n";
-    return 2;
-  }
-  if (spec->network() == proto::Network::netns && geteuid() != 0) {
+int RunLocalSpecs(const LocalOptions& options, const std::vector<proto::ExperimentSpec>& specs,
+                  RowSink& sink) {
+  const bool netns = std::any_of(specs.begin(), specs.end(), [](const proto::ExperimentSpec& s) {
+    return s.network() == proto::Network::netns;
+  });
+  if (netns && geteuid() != 0) {
     std::cerr << "error: --network netns needs root (it creates network namespaces, links and "
                  "tc limits); run it as root, or leave out --network for loopback\n";
     return 2;
   }
-  if (spec->network() == proto::Network::netns) {
+  if (netns) {
     // Each node has one device besides lo, and shared memory between the
     // namespaces would bypass the links being measured: TCP over eth0 only.
     for (const auto& [name, value] :
@@ -234,7 +233,6 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     std::cerr << "error: " << tls.status().message() << "\n";
     return 2;
   }
-  if (!CanWriteResults(options.experiment.out)) return 2;
   const absl::StatusOr<Tuning> tuning = ReadTuning(options.experiment);
   if (!tuning.ok()) {
     std::cerr << "error: " << tuning.status().message() << "\n";
@@ -250,21 +248,35 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
     std::cerr << "error: " << logs.status().message() << "\n";
     return 1;
   }
-  const std::string& log_dir = logs->path();
-
   Interrupter interrupter;
   SignalWaiter waiter([&](int) { interrupter.Interrupt(); });
-  RowSink sink(options.experiment);
   int code = 0;
-  const std::vector<int> counts = WorkerCounts(*spec);
-  for (int n : counts) {
-    proto::ExperimentSpec one = *spec;
-    one.set_workers(n);
-    one.clear_worker_counts();
-    if (counts.size() > 1) std::cerr << "testbed local: N = " << n << std::endl;
-    code = RunOneCluster(options, one, credentials, *tls, log_dir, *tuning, interrupter, sink);
+  for (const proto::ExperimentSpec& spec : specs) {
+    if (specs.size() > 1) std::cerr << "testbed local: N = " << spec.workers() << std::endl;
+    code = RunOneCluster(options, spec, credentials, *tls, logs->path(), *tuning, interrupter, sink);
     if (code != 0) break;
   }
+  logs->Finish(code == 0, options.keep_logs, std::cerr, "testbed local");
+  return code;
+}
+
+int RunLocal(const LocalOptions& options, const CLI::App& command) {
+  absl::StatusOr<proto::ExperimentSpec> spec = BuildSpec(options.experiment, command);
+  if (!spec.ok()) {
+    std::cerr << "error: " << spec.status().message() << "\n";
+    return 2;
+  }
+  if (!CanWriteResults(options.experiment.out)) return 2;
+  // One cluster per N of a sweep.
+  std::vector<proto::ExperimentSpec> specs;
+  const std::vector<int> counts = WorkerCounts(*spec);
+  for (int n : counts) {
+    proto::ExperimentSpec& one = specs.emplace_back(*spec);
+    one.set_workers(n);
+    one.clear_worker_counts();
+  }
+  RowSink sink(options.experiment);
+  int code = RunLocalSpecs(options, specs, sink);
   sink.PrintTable();
   if (!WriteTimelineIfAsked(options.experiment, *spec, sink,
                             absl::StrCat("testbed local, ", FabricSummary(spec->fabric()), ", ",
@@ -282,7 +294,6 @@ int RunLocal(const LocalOptions& options, const CLI::App& command) {
       std::cerr << "warning: no course table: " << st.message() << "\n";
     }
   }
-  logs->Finish(code == 0, options.keep_logs, std::cerr, "testbed local");
   return code;
 }
 

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "experiments/cli/experiment_flags.h"
+#include "experiments/cli/submission.h"
+#include "proto/experiment.pb.h"
 #include "proto/tls.h"
 
 namespace testbed {
@@ -22,5 +25,12 @@ struct LocalOptions {
 
 CLI::App* AddLocalCommand(CLI::App& app, LocalOptions& options);
 int RunLocal(const LocalOptions& options, const CLI::App& command);
+
+// Each of `specs` (valid, one N each) on a cluster of its own, one after the
+// other, their rows into `sink`, the daemons gone after each; stops at the
+// first that fails. Returns the exit code. `testbed workload --run` replays
+// a trace's collectives with it.
+int RunLocalSpecs(const LocalOptions& options, const std::vector<proto::ExperimentSpec>& specs,
+                  RowSink& sink);
 
 }  // namespace testbed

@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "experiments/cli/cli_common.h"
 #include "experiments/cli/setting_flags.h"
 #include "experiments/cli/simulate_command.h"
+#include "experiments/cli/workload_run.h"
 #include "experiments/workload/step_simulation.h"
 #include "experiments/workload/step_summary.h"
 #include "experiments/workload/trace_generator.h"
@@ -26,7 +28,7 @@ std::string Agreement(const TrafficLine& line) {
   return std::abs(line.busiest - *line.closed_form) <= 1e-9 * scale ? "yes" : "NO";
 }
 
-// Seconds the (role, kind)'s operations took in the replay, summed.
+// Seconds the (role, kind)'s operations took in a replay, summed.
 double SimulatedSeconds(const proto::WorkloadTrace& trace, const StepSimulation& sim,
                         const TrafficLine& line) {
   double seconds = 0;
@@ -40,12 +42,15 @@ double SimulatedSeconds(const proto::WorkloadTrace& trace, const StepSimulation&
   return seconds;
 }
 
+// A replay's column: its name and its step.
+using ReplayColumn = std::pair<std::string, const StepSimulation*>;
+
 Table TrafficTable(const proto::WorkloadTrace& trace, const StepSummary& summary,
-                   const StepSimulation* sim) {
+                   const std::vector<ReplayColumn>& replays) {
   std::vector<std::string> columns = {"group",        "operation", "ops",
                                       "vector_bytes", "sent_bytes", "busiest_rank",
                                       "busiest",      "closed_form", "agrees"};
-  if (sim != nullptr) columns.push_back("simulated_s");
+  for (const auto& [name, step] : replays) columns.push_back(name);
   Table table(columns);
   for (const TrafficLine& line : summary.lines) {
     // Cell by cell into room made first: gcc 12 misreads a variant's move on
@@ -61,7 +66,7 @@ Table TrafficTable(const proto::WorkloadTrace& trace, const StepSummary& summary
     row.emplace_back(line.busiest);
     row.emplace_back(line.closed_form ? *line.closed_form : -1.0);
     row.emplace_back(Agreement(line));
-    if (sim != nullptr) row.emplace_back(SimulatedSeconds(trace, *sim, line));
+    for (const auto& [name, step] : replays) row.emplace_back(SimulatedSeconds(trace, *step, line));
     table.AddRow(std::move(row));
   }
   return table;
@@ -94,6 +99,47 @@ absl::StatusOr<StepSimulation> Replay(const WorkloadOptions& options,
   spec.set_model_alpha_us(options.alpha_us);
   *spec.mutable_fabric() = *fabric;
   return SimulateStep(trace, algorithms, SimSetupOf(spec), options.device_tflops * 1e12);
+}
+
+absl::StatusOr<MeasuredStep> RunOnDaemons(const WorkloadOptions& options,
+                                           const proto::WorkloadTrace& trace,
+                                           const TraceAlgorithms& algorithms) {
+  if (!(options.device_tflops > 0)) return absl::InvalidArgumentError("--run needs --device-tflops");
+  absl::StatusOr<proto::Fabric> fabric = FabricFor(options.fabric, static_cast<int>(trace.world_size()));
+  if (!fabric.ok()) return fabric.status();
+  WorkloadRunSettings settings;
+  settings.network = options.network;
+  settings.link_rate_bps = options.link_rate_bps;
+  settings.fabric = *fabric;
+  settings.iterations = options.iterations;
+  return RunStepOnDaemons(trace, algorithms, settings, options.device_tflops * 1e12);
+}
+
+// Each distinct collective's rows, a line per group of more than one rank.
+Table MeasuredTable(const proto::WorkloadTrace& trace, const MeasuredStep& measured) {
+  Table table({"group", "operation", "vector_bytes", "algorithm", "group_index", "group_ranks",
+               "time_us_p50", "payload_bytes", "theory_bytes", "cross_rack_bytes", "wrong"});
+  for (const MeasuredCollective& ran : measured.collectives) {
+    const proto::Communicator& c = trace.communicators(static_cast<int>(ran.op.communicator()));
+    for (const proto::ResultRow& row : ran.rows) {
+      if (row.workers() < 2) continue;
+      std::vector<Cell> cells;
+      cells.reserve(11);
+      cells.emplace_back(EnumText(c.role()));
+      cells.emplace_back(EnumText(ran.op.kind()));
+      cells.emplace_back(static_cast<std::int64_t>(ran.op.bytes()));
+      cells.emplace_back(row.algorithm());
+      cells.emplace_back(std::int64_t{row.group()});
+      cells.emplace_back(absl::StrJoin(row.group_ranks(), ";"));
+      cells.emplace_back(row.time_us_p50());
+      cells.emplace_back(static_cast<std::int64_t>(row.payload_bytes_total()));
+      cells.emplace_back(static_cast<std::int64_t>(row.theory_bytes_total()));
+      cells.emplace_back(static_cast<std::int64_t>(row.cross_rack_theory_bytes()));
+      cells.emplace_back(row.wrong());
+      table.AddRow(std::move(cells));
+    }
+  }
+  return table;
 }
 
 void PrintHeader(const proto::WorkloadTrace& trace, std::ostream& out) {
@@ -144,8 +190,9 @@ CLI::App* AddWorkloadCommand(CLI::App& app, WorkloadOptions& options) {
   CLI::App* cmd = app.add_subcommand(
       "workload",
       "One training step's communication under DDP, ZeRO 1-3, tensor and pipeline "
-      "parallelism, as a trace (nothing runs): bytes per group and operation beside the "
-      "course's closed forms, memory per card, the pipeline's bubble.");
+      "parallelism, as a trace: bytes per group and operation beside the "
+      "course's closed forms, memory per card, the pipeline's bubble; replayed in the simulator "
+      "(--simulate) or on real daemons (--run).");
   AddWorkloadFlags(*cmd, options.workload);
   cmd->add_option("--trace", options.trace,
                   "Read this trace (JSON, docs/workloads.md) instead of generating one")
@@ -162,6 +209,15 @@ CLI::App* AddWorkloadCommand(CLI::App& app, WorkloadOptions& options) {
   cmd->add_option("--device-tflops", options.device_tflops,
                   "Each card's sustained rate in TFLOP/s, for the replay's compute")
       ->check(CLI::Range(1e-6, 1e6));
+  cmd->add_flag("--run", options.run,
+                "Replay the step on real daemons (testbed local's, on --network): every distinct "
+                "collective run and checked with its communicator's groups, then the step with "
+                "their measured medians and compute at --device-tflops (docs/workloads.md)");
+  AddNetworkFlag(*cmd, options.network);
+  cmd->add_option("-i,--iters", options.iterations,
+                  "With --run: timed iterations of each collective (their median is its time)")
+      ->check(CLI::Range(1, kMaxIterations))
+      ->capture_default_str();
   AddLinkRateFlag(*cmd, options.link_rate_bps);
   AddAlphaFlag(*cmd, options.alpha_us);
   AddFabricFlags(*cmd, options.fabric);
@@ -172,7 +228,8 @@ CLI::App* AddWorkloadCommand(CLI::App& app, WorkloadOptions& options) {
       "closed_form = the course's formula for that rank (docs/workloads.md), -1: none.\n"
       "With --simulate: simulated_s = the operations' replayed time, summed; then the step's\n"
       "time, and for its critical rank compute, communication, exposed (not hidden behind\n"
-      "compute) and idle time, and the verdict.\n"
+      "compute) and idle time, and the verdict. With --run: measured_s likewise, from the\n"
+      "collectives' medians on the daemons, and a row per group of each collective run.\n"
       "Example: testbed workload --model gpt2 --dp 8 --zero 3\n"
       "         testbed workload --model gpt2 --tp 4 --dp 2 --racks 2 --simulate \\\n"
       "           --link-rate 10gbit --device-tflops 100\n"
@@ -204,12 +261,31 @@ int RunWorkload(const WorkloadOptions& options, std::ostream& out, std::ostream&
     }
     sim = *std::move(replayed);
   }
+  std::optional<MeasuredStep> measured;
+  if (options.run) {
+    absl::StatusOr<MeasuredStep> ran = RunOnDaemons(options, *trace, algorithms);
+    if (!ran.ok()) {
+      err << "error: " << ran.status().message() << "\n";
+      return ran.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    measured = *std::move(ran);
+  }
+  std::vector<ReplayColumn> replays;
+  if (sim) replays.emplace_back("simulated_s", &*sim);
+  if (measured) replays.emplace_back("measured_s", &measured->step);
   const bool table = options.format == OutputFormat::kTable;
   if (table) PrintHeader(*trace, out);
-  TrafficTable(*trace, summary, sim ? &*sim : nullptr).Print(options.format, out);
-  if (sim) {
-    if (table) out << "\nsimulated step (compute at " << options.device_tflops << " TFLOP/s):\n";
-    StepTable(*sim).Print(options.format, out);
+  TrafficTable(*trace, summary, replays).Print(options.format, out);
+  if (measured) {
+    if (table) out << "\ncollectives measured on the daemons (a row per group):\n";
+    MeasuredTable(*trace, *measured).Print(options.format, out);
+  }
+  for (const auto& [name, step] : replays) {
+    if (table) {
+      out << "\n" << (step == &*sim ? "simulated" : "measured") << " step (compute at "
+          << options.device_tflops << " TFLOP/s):\n";
+    }
+    StepTable(*step).Print(options.format, out);
   }
   if (table) PrintMemory(summary, out);
   return 0;

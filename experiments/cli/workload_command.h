@@ -35,6 +35,11 @@ struct WorkloadOptions {
   std::uint64_t link_rate_bps = 0;
   double alpha_us = kDefaultModelAlphaUs;
   FabricFlags fabric;
+  // --run: every distinct collective on `testbed local`'s daemons, the step
+  // replayed with their measured times (experiments/cli/workload_run.h).
+  bool run = false;
+  proto::Network::Kind network = proto::Network::loopback;
+  std::uint32_t iterations = 3;
 };
 
 CLI::App* AddWorkloadCommand(CLI::App& app, WorkloadOptions& options);

@@ -13,27 +13,6 @@ namespace {
 
 using Interval = std::pair<double, double>;
 
-// The communicator's groups, every other rank alone, as the simulator's groups.
-RankGroups GroupsOf(const proto::Communicator& c, int world) {
-  RankGroups groups;
-  groups.group_of_rank.assign(static_cast<std::size_t>(world), -1);
-  groups.index_in_group.assign(static_cast<std::size_t>(world), 0);
-  const auto add = [&](std::vector<int> members) {
-    std::sort(members.begin(), members.end());
-    const int g = static_cast<int>(groups.members.size());
-    for (int i = 0; i < static_cast<int>(members.size()); ++i) {
-      groups.group_of_rank[members[i]] = g;
-      groups.index_in_group[members[i]] = i;
-    }
-    groups.members.push_back(std::move(members));
-  };
-  for (const proto::RankGroup& g : c.groups()) add({g.ranks().begin(), g.ranks().end()});
-  for (int r = 0; r < world; ++r) {
-    if (groups.group_of_rank[r] < 0) add({r});
-  }
-  return groups;
-}
-
 // The spans as disjoint intervals, in order.
 std::vector<Interval> Merged(std::vector<Interval> spans) {
   std::sort(spans.begin(), spans.end());
@@ -66,9 +45,8 @@ double OverlapLength(const std::vector<Interval>& a, const std::vector<Interval>
 
 class StepReplay {
  public:
-  StepReplay(const proto::WorkloadTrace& trace, const TraceAlgorithms& algorithms,
-             const SimSetup& setup, double flops_per_s)
-      : trace_(trace), algorithms_(algorithms), setup_(setup), flops_per_s_(flops_per_s),
+  StepReplay(const proto::WorkloadTrace& trace, const CollectiveTime& time, double flops_per_s)
+      : trace_(trace), time_(time), flops_per_s_(flops_per_s),
         world_(static_cast<int>(trace.world_size())) {}
 
   absl::StatusOr<StepSimulation> Run() {
@@ -110,30 +88,14 @@ class StepReplay {
   }
 
  private:
-  // The op's collective on every group of its communicator at once, simulated
+  // The op's collective on every group of its communicator at once, timed
   // once per (communicator, kind, bytes).
   absl::StatusOr<double> Communication(const proto::WorkloadOp& op, const proto::Communicator& c) {
     const auto key = std::make_tuple(op.communicator(), static_cast<int>(op.kind()), op.bytes());
     if (const auto found = durations_.find(key); found != durations_.end()) return found->second;
-    const bool pair = op.kind() == proto::WorkloadOp::send_recv;
-    const Collective* collective =
-        pair ? FindCollective("broadcast") : AlgorithmOf(algorithms_, op.kind());
-    SimSetup setup = setup_;
-    setup.groups = GroupsOf(c, world_);
-    setup.record_spans = false;
-    setup.start_delay_s.clear();  // a slow rank is a slower device here, not a late start
-    // A pair's sender is its first rank: the broadcast's root, as an index in the sorted pair.
-    const int root = pair && c.groups(0).ranks(0) > c.groups(0).ranks(1) ? 1 : 0;
-    absl::StatusOr<SimResult> sim =
-        SimulateSchedule(*collective, world_, static_cast<std::int64_t>(op.bytes()),
-                         TraceElementBytes(trace_), setup, root);
-    if (!sim.ok()) return sim.status();
-    double longest = 0;
-    for (const proto::RankGroup& g : c.groups()) {
-      for (std::uint32_t r : g.ranks()) longest = std::max(longest, sim->ranks[r].time_s);
-    }
-    durations_[key] = longest;
-    return longest;
+    absl::StatusOr<double> seconds = time_(op, c);
+    if (seconds.ok()) durations_[key] = *seconds;
+    return seconds;
   }
 
   void Account(StepSimulation& out) {
@@ -154,27 +116,61 @@ class StepReplay {
   }
 
   const proto::WorkloadTrace& trace_;
-  const TraceAlgorithms& algorithms_;
-  const SimSetup& setup_;
+  const CollectiveTime& time_;
   double flops_per_s_;
   int world_;
   std::vector<std::vector<Interval>> compute_, communication_;
   std::map<std::tuple<std::uint32_t, int, std::uint64_t>, double> durations_;
 };
 
+// The simulator's time for an operation: all of its communicator's groups on
+// the fabric at once; a send-receive is a broadcast inside its pair.
+absl::StatusOr<double> SimulatedCollective(const proto::WorkloadTrace& trace,
+                                           const TraceAlgorithms& algorithms, const SimSetup& world,
+                                           const proto::WorkloadOp& op,
+                                           const proto::Communicator& c) {
+  const int n = static_cast<int>(trace.world_size());
+  const bool pair = op.kind() == proto::WorkloadOp::send_recv;
+  const Collective* collective = pair ? FindCollective("broadcast") : AlgorithmOf(algorithms, op.kind());
+  SimSetup setup = world;
+  absl::StatusOr<RankGroups> groups = CommunicatorGroups(c, n);
+  if (!groups.ok()) return groups.status();
+  setup.groups = *std::move(groups);
+  setup.record_spans = false;
+  setup.start_delay_s.clear();  // a slow rank is a slower device here, not a late start
+  // A pair's sender is its first rank: the broadcast's root, as an index in the sorted pair.
+  const int root = pair && c.groups(0).ranks(0) > c.groups(0).ranks(1) ? 1 : 0;
+  absl::StatusOr<SimResult> sim = SimulateSchedule(
+      *collective, n, static_cast<std::int64_t>(op.bytes()), TraceElementBytes(trace), setup, root);
+  if (!sim.ok()) return sim.status();
+  double longest = 0;
+  for (const proto::RankGroup& g : c.groups()) {
+    for (std::uint32_t r : g.ranks()) longest = std::max(longest, sim->ranks[r].time_s);
+  }
+  return longest;
+}
+
 }  // namespace
+
+absl::StatusOr<StepSimulation> ReplayStep(const proto::WorkloadTrace& trace,
+                                          const CollectiveTime& time, double device_flops_per_s) {
+  if (!(device_flops_per_s > 0)) {
+    return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
+  }
+  return StepReplay(trace, time, device_flops_per_s).Run();
+}
 
 absl::StatusOr<StepSimulation> SimulateStep(const proto::WorkloadTrace& trace,
                                             const TraceAlgorithms& algorithms,
                                             const SimSetup& setup, double device_flops_per_s) {
-  if (!(device_flops_per_s > 0)) {
-    return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
-  }
   if (static_cast<int>(setup.rates.host_bps.size()) != static_cast<int>(trace.world_size())) {
     return absl::InvalidArgumentError(absl::StrCat("a fabric of ", setup.rates.host_bps.size(),
                                                    " hosts for ", trace.world_size(), " ranks"));
   }
-  return StepReplay(trace, algorithms, setup, device_flops_per_s).Run();
+  const CollectiveTime simulated = [&](const proto::WorkloadOp& op, const proto::Communicator& c) {
+    return SimulatedCollective(trace, algorithms, setup, op, c);
+  };
+  return ReplayStep(trace, simulated, device_flops_per_s);
 }
 
 }  // namespace testbed

@@ -15,6 +15,7 @@
 // Thread-safety: a pure function.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,6 +47,18 @@ struct StepSimulation {
   int critical_rank = 0;       // the rank with the most compute and exposed communication
   std::uint64_t collectives_simulated = 0;  // distinct ones; the rest reused their times
 };
+
+// How long an operation's collective takes, all of its communicator's groups
+// at once: simulated (SimulateStep) or measured on the daemons
+// (experiments/cli/workload_run.h). Asked once per distinct (communicator,
+// kind, bytes).
+using CollectiveTime = std::function<absl::StatusOr<double>(const proto::WorkloadOp& op,
+                                                            const proto::Communicator& c)>;
+
+// The step replayed with each collective lasting what `time` says, compute
+// its FLOPs over `device_flops_per_s`.
+absl::StatusOr<StepSimulation> ReplayStep(const proto::WorkloadTrace& trace,
+                                          const CollectiveTime& time, double device_flops_per_s);
 
 // `setup` describes the world's fabric (its placement and rates for
 // trace.world_size() ranks); its groups are set per operation.

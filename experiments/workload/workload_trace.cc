@@ -138,4 +138,10 @@ std::int64_t TraceElementBytes(const proto::WorkloadTrace& trace) {
   return static_cast<std::int64_t>(ElementSize(DataTypeOf(trace.dtype())));
 }
 
+absl::StatusOr<RankGroups> CommunicatorGroups(const proto::Communicator& c, int world_size) {
+  std::vector<std::vector<int>> groups;
+  for (const proto::RankGroup& g : c.groups()) groups.emplace_back(g.ranks().begin(), g.ranks().end());
+  return GroupsOfMembers(std::move(groups), world_size);
+}
+
 }  // namespace testbed

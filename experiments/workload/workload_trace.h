@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "allreduce/rank_groups.h"
 #include "proto/workload.pb.h"
 
 namespace testbed {
@@ -40,5 +41,10 @@ absl::StatusOr<proto::WorkloadTrace> ReadTraceFile(const std::string& path);
 
 // Bytes per element of the trace's dtype.
 std::int64_t TraceElementBytes(const proto::WorkloadTrace& trace);
+
+// A communicator's groups over the trace's world, every rank it leaves out
+// alone (allreduce/rank_groups.h's GroupsOfMembers): what the simulator and
+// the harness's split (`SplitText`) take.
+absl::StatusOr<RankGroups> CommunicatorGroups(const proto::Communicator& c, int world_size);
 
 }  // namespace testbed
