@@ -124,7 +124,7 @@ absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
   }
   if (spec.record_rounds()) {
     for (const proto::RankResult* rank_result : members) {
-    const proto::RankResult& result = *rank_result;
+      const proto::RankResult& result = *rank_result;
       row.add_rank_round_counts(static_cast<std::uint32_t>(result.round_end_us_size()));
       for (double us : result.round_end_us()) {
         row.add_rank_round_end_us(static_cast<std::uint64_t>(std::llround(std::max(0.0, us))));
@@ -176,7 +176,7 @@ absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
   if (std::all_of(members.begin(), members.end(),
                   [](const proto::RankResult* r) { return r->has_wire_bytes_sent(); })) {
     for (const proto::RankResult* rank_result : members) {
-    const proto::RankResult& result = *rank_result;
+      const proto::RankResult& result = *rank_result;
       row.add_wire_bytes_sent(result.wire_bytes_sent());
       row.add_wire_bytes_received(result.wire_bytes_received());
       row.set_wire_bytes_sent_total(row.wire_bytes_sent_total() + result.wire_bytes_sent());
@@ -231,6 +231,11 @@ absl::StatusOr<std::vector<proto::ResultRow>> AggregateRows(
     rows.push_back(*std::move(row));
   }
   return rows;
+}
+
+std::string GroupLabel(const proto::ResultRow& row, std::size_t groups) {
+  if (row.split().empty()) return std::string();
+  return absl::StrCat(", group ", row.group() + 1, " of ", groups, " (", row.split(), ")");
 }
 
 absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,

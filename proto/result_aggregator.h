@@ -6,6 +6,7 @@
 // both are the same row.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,6 +18,10 @@ namespace testbed {
 // same algorithm and size, each with the same number of iterations.
 absl::StatusOr<proto::ResultRow> AggregateRow(const proto::ExperimentSpec& spec,
                                               const std::vector<proto::RankResult>& by_rank);
+
+// ", group 2 of 4 (div:2)" for a row of a split of `groups` groups; empty
+// without a split: what progress lines add after the row's name.
+std::string GroupLabel(const proto::ResultRow& row, std::size_t groups);
 
 // The rows of the spec's split (proto/spec.h's GroupsOf): one per group, in
 // group order, each over its members' results, with `workers` the group's

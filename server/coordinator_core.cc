@@ -405,11 +405,8 @@ void CoordinatorCore::AdvanceRows(Time now) {
     ++e.next_row;
     for (proto::ResultRow& row : *group_rows) {
       // Under a split, one row per group (proto/result_aggregator.h).
-      const std::string group =
-          spec.split().empty() ? std::string()
-                               : absl::StrCat(", group ", row.group() + 1, " of ",
-                                              group_rows->size(), " (", spec.split(), ")");
-      std::string note = absl::StrCat("[", e.next_row, "/", rows, "] ", what, group, ": ",
+      std::string note = absl::StrCat("[", e.next_row, "/", rows, "] ", what,
+                                      GroupLabel(row, group_rows->size()), ": ",
                                       static_cast<std::int64_t>(row.time_us_avg()), " us, wrong ",
                                       row.wrong());
       rows_.push_back(Row{.row = std::move(row), .note = std::move(note)});

@@ -92,24 +92,19 @@ class UplinkMeter {
   }
   void Annotate(proto::ResultRow& row) {
     if (last_.empty()) return;
-    if (row.group() > 0) {
-      for (std::size_t r = 0; r < counted_.size(); ++r) {
-        row.add_uplink_wire_bytes_up(counted_[r].up);
-        row.add_uplink_wire_bytes_down(counted_[r].down);
+    if (row.group() == 0) {  // a new (algorithm, size): read what it sent
+      const std::vector<UplinkBytes> now = Read();
+      if (now.size() != last_.size()) return;
+      counted_.clear();
+      for (std::size_t r = 0; r < now.size(); ++r) {
+        counted_.push_back({.up = now[r].up - last_[r].up, .down = now[r].down - last_[r].down});
       }
-      return;
+      last_ = now;
     }
-    const std::vector<UplinkBytes> now = Read();
-    if (now.size() != last_.size()) return;
-    for (std::size_t r = 0; r < now.size(); ++r) {
-      row.add_uplink_wire_bytes_up(now[r].up - last_[r].up);
-      row.add_uplink_wire_bytes_down(now[r].down - last_[r].down);
+    for (const UplinkBytes& uplink : counted_) {
+      row.add_uplink_wire_bytes_up(uplink.up);
+      row.add_uplink_wire_bytes_down(uplink.down);
     }
-    counted_.clear();
-    for (std::size_t r = 0; r < now.size(); ++r) {
-      counted_.push_back({.up = now[r].up - last_[r].up, .down = now[r].down - last_[r].down});
-    }
-    last_ = now;
   }
 
  private:

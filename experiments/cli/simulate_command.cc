@@ -156,12 +156,8 @@ absl::Status SimulateOneN(const proto::ExperimentSpec& spec, RowSink& sink, Resu
           SimulateRows(spec, algorithm, bytes, &wall_s);
       if (!rows.ok()) return rows.status();
       for (const proto::ResultRow& row : *rows) {
-        const std::string group =
-            spec.split().empty() ? std::string()
-                                 : absl::StrCat(", group ", row.group() + 1, " of ", rows->size(),
-                                                " (", spec.split(), ")");
         err << "testbed simulate: N = " << spec.workers() << ", " << algorithm << ", "
-            << FormatByteSize(bytes) << group << ": " << row.time_us_avg() / 1e6
+            << FormatByteSize(bytes) << GroupLabel(row, rows->size()) << ": " << row.time_us_avg() / 1e6
             << " s simulated in " << wall_s << " s" << std::endl;
         sink.Add(row);
         if (out.is_open()) {

@@ -16,9 +16,7 @@ absl::StatusOr<proto::ExperimentSpec> CollectiveSpec(const proto::WorkloadTrace&
                                                      const proto::WorkloadOp& op,
                                                      const proto::Communicator& c) {
   const int n = static_cast<int>(trace.world_size());
-  const Collective* collective = op.kind() == proto::WorkloadOp::send_recv
-                                     ? FindCollective("broadcast")
-                                     : AlgorithmOf(algorithms, op.kind());
+  const Collective* collective = AlgorithmOf(algorithms, op.kind());
   if (collective == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("no algorithm runs ", EnumText(op.kind())));
   }

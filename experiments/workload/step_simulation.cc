@@ -131,7 +131,7 @@ absl::StatusOr<double> SimulatedCollective(const proto::WorkloadTrace& trace,
                                            const proto::Communicator& c) {
   const int n = static_cast<int>(trace.world_size());
   const bool pair = op.kind() == proto::WorkloadOp::send_recv;
-  const Collective* collective = pair ? FindCollective("broadcast") : AlgorithmOf(algorithms, op.kind());
+  const Collective* collective = AlgorithmOf(algorithms, op.kind());
   SimSetup setup = world;
   absl::StatusOr<RankGroups> groups = CommunicatorGroups(c, n);
   if (!groups.ok()) return groups.status();

@@ -95,7 +95,8 @@ double ComputeFlops(const Generated& g, int stage) {
 }  // namespace
 
 TraceAlgorithms DefaultTraceAlgorithms() {
-  return {FindCollective("ring"), FindCollective("reduce-scatter"), FindCollective("all-gather")};
+  return {FindCollective("ring"), FindCollective("reduce-scatter"), FindCollective("all-gather"),
+          FindCollective("broadcast")};
 }
 
 const Collective* AlgorithmOf(const TraceAlgorithms& algorithms, Kind kind) {
@@ -103,6 +104,7 @@ const Collective* AlgorithmOf(const TraceAlgorithms& algorithms, Kind kind) {
     case proto::WorkloadOp::all_reduce: return algorithms.all_reduce;
     case proto::WorkloadOp::reduce_scatter: return algorithms.reduce_scatter;
     case proto::WorkloadOp::all_gather: return algorithms.all_gather;
+    case proto::WorkloadOp::send_recv: return algorithms.send_recv;
     default: return nullptr;
   }
 }

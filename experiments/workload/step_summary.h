@@ -25,9 +25,11 @@ struct TraceAlgorithms {
   const Collective* all_reduce = nullptr;      // default: ring
   const Collective* reduce_scatter = nullptr;  // default: the ring reduce-scatter
   const Collective* all_gather = nullptr;      // default: the ring all-gather
+  // A send-receive, replayed (simulated or on the daemons) as this inside its pair.
+  const Collective* send_recv = nullptr;       // default: broadcast
 };
 TraceAlgorithms DefaultTraceAlgorithms();
-// The entry for a collective operation's kind; nullptr for compute and send-receive.
+// The entry for an operation's kind; nullptr for compute.
 const Collective* AlgorithmOf(const TraceAlgorithms& algorithms, proto::WorkloadOp::Kind kind);
 
 struct TrafficLine {
