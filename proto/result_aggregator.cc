@@ -109,6 +109,7 @@ absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
   row.set_iterations(iterations);
   row.set_dtype(EnumText(spec.dtype()));
   row.set_transport(first.transport());
+  row.set_ucx_environment(first.ucx_environment());
 
   row.set_segment_bytes(first.segment_bytes());
   row.set_memory(first.memory());

@@ -249,6 +249,7 @@ proto::RankResult Result(int rank, std::vector<double> times, std::uint64_t sent
   r.set_payload_bytes_received(sent);
   r.set_wrong(rank);
   r.set_transport("ucx(tcp)");
+  r.set_ucx_environment("UCX_TCP_TX_SEG_SIZE=256K* UCX_TLS=tcp");
   return r;
 }
 
@@ -268,6 +269,9 @@ TEST(AggregateTest, AnIterationTakesItsSlowestRanksTime) {
   EXPECT_EQ(row->theory_bytes_total(), 2000000u);  // ring, N = 2: 2(N-1)M
   EXPECT_EQ(row->wrong(), 1);
   EXPECT_EQ(row->rounds(), 2u);
+  // What ran: the transport and the UCX settings, as the ranks recorded them.
+  EXPECT_EQ(row->transport(), "ucx(tcp)");
+  EXPECT_EQ(row->ucx_environment(), "UCX_TCP_TX_SEG_SIZE=256K* UCX_TLS=tcp");
 }
 
 // The median and the 99th percentile by nearest rank, over the slowest rank's

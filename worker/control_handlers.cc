@@ -204,6 +204,7 @@ void ControlHandlers::Sweep(Experiment& e) {
   const bool cuda_memory = e.spec.memory() == proto::Memory::cuda;
   env.transport_label = env.device_direct && cuda_memory ? e.transport_label
                                                          : WithoutCudaLanes(e.transport_label);
+  env.ucx_environment = options_.ucx_environment;
   env.parameter_server = e.parameter_server.get();
   env.tensor_prefix = absl::StrCat("experiment-", e.id);
   env.net_device = RankNetDevice(options_.net_device, std::getenv("UCX_NET_DEVICES"));

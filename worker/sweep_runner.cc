@@ -170,6 +170,7 @@ absl::Status RunSweep(const proto::ExperimentSpec& spec, const SweepEnvironment&
       result.set_transport(ps ? (env.net_device.empty() ? std::string("grpc")
                                                         : "grpc:tcp/" + env.net_device)
                               : env.transport_label);
+      if (!ps) result.set_ucx_environment(env.ucx_environment);
       const std::uint32_t total = spec.warmup() + spec.iterations();
       const std::chrono::microseconds late(RankDelayMicros(spec.fabric(), rank));
       std::optional<InterfaceBytes> wire_before, wire_after;

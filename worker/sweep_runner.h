@@ -32,6 +32,7 @@ using EmitRankResult = std::function<absl::Status(const proto::RankResult&)>;
 struct SweepEnvironment {
   Transport* transport = nullptr;  // the ranks' data path, and every barrier
   std::string transport_label;     // recorded with each all-reduce result
+  std::string ucx_environment;     // likewise: the UCX settings that ran
   PsClient* parameter_server = nullptr;  // needed when the spec runs "ps"
   std::string tensor_prefix = "ps";      // unique per experiment: tensors are not reused
   std::string net_device;  // this rank's own interface, for wire bytes; empty: none

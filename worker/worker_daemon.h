@@ -36,6 +36,9 @@ struct WorkerOptions {
   // The number to ask the coordinator for (the harness's index of this
   // worker); none: the coordinator's choice.
   std::optional<std::uint32_t> worker_id;
+  // The UCX settings this worker runs with, recorded on every all-reduce
+  // result (allreduce/transport/ucx_settings.h's DescribeUcxEnvironment).
+  std::string ucx_environment;
 };
 
 // Run()'s code when the coordinator went away (its stream broke) with no

@@ -4,11 +4,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <vector>
+
+#include <unistd.h>  // environ
 
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
+#include "allreduce/transport/ucx_settings.h"
 #include "common/memory_reuse.h"
 #include "common/signal_waiter.h"
 #include "worker/worker_daemon.h"
@@ -51,11 +55,9 @@ int main(int argc, char** argv) {
   testbed::TlsFlags tls_flags;
   testbed::AddTlsFlags(app, tls_flags);
   CLI11_PARSE(app, argc, argv);
-  // UCX's TCP transport moves data in 8 KiB (send) and 64 KiB (receive)
-  // segments by default; 256 KiB raised ring's bus bandwidth at 16 MiB by
-  // about 12% on loopback here. The user's own UCX_* settings win.
-  setenv("UCX_TCP_TX_SEG_SIZE", "256K", /*overwrite=*/0);
-  setenv("UCX_TCP_RX_SEG_SIZE", "256K", /*overwrite=*/0);
+  // Before UCX reads its environment; the user's own UCX_* settings win.
+  const std::vector<testbed::UcxSetting> ucx_defaults = testbed::ApplyUcxDefaults();
+  options.ucx_environment = testbed::DescribeUcxEnvironment(environ, ucx_defaults);
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug for more
   options.connect_timeout = std::chrono::seconds(connect_timeout_s);
 

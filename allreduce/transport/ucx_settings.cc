@@ -1,6 +1,7 @@
 #include "allreduce/transport/ucx_settings.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <regex>
 #include <vector>
 
@@ -9,6 +10,58 @@
 #include "absl/strings/str_cat.h"
 
 namespace testbed {
+namespace {
+
+// Settings that must be left to the user together: setting one of a group
+// the user left alone beside one they chose could make a pair UCX refuses.
+struct UcxDefaultGroup {
+  std::vector<UcxSetting> settings;
+};
+
+// UCX's TCP transport moves data in 8 KiB (send) and 64 KiB (receive)
+// segments by default; 256 KiB raised ring's bus bandwidth at 16 MiB by about
+// 12% on loopback here, and moves the eager/rendezvous switch from 8 KiB to
+// 256 KiB (ucx_info -e -u t). docs/speed.md, "Where the time goes", has what
+// else was tried and left at UCX's own value.
+const std::vector<UcxDefaultGroup>& DefaultGroups() {
+  static const std::vector<UcxDefaultGroup> groups = {
+      {{{"UCX_TCP_TX_SEG_SIZE", "256K"}, {"UCX_TCP_RX_SEG_SIZE", "256K"}}},
+  };
+  return groups;
+}
+
+}  // namespace
+
+std::vector<UcxSetting> ApplyUcxDefaults() {
+  std::vector<UcxSetting> applied;
+  for (const UcxDefaultGroup& group : DefaultGroups()) {
+    const bool user_set = std::any_of(group.settings.begin(), group.settings.end(),
+                                      [](const UcxSetting& s) { return std::getenv(s.name.c_str()); });
+    if (user_set) continue;
+    for (const UcxSetting& setting : group.settings) {
+      setenv(setting.name.c_str(), setting.value.c_str(), /*overwrite=*/0);
+      applied.push_back(setting);
+    }
+  }
+  return applied;
+}
+
+std::string DescribeUcxEnvironment(const char* const* environment,
+                                   const std::vector<UcxSetting>& applied) {
+  std::vector<std::string> settings;
+  for (const char* const* entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    if (!text.starts_with("UCX_")) continue;
+    const bool ours = std::any_of(applied.begin(), applied.end(), [&](const UcxSetting& s) {
+      return text == s.name + "=" + s.value;
+    });
+    settings.push_back(ours ? text + "*" : text);
+  }
+  std::sort(settings.begin(), settings.end());
+  std::string joined;
+  for (const std::string& s : settings) absl::StrAppend(&joined, joined.empty() ? "" : " ", s);
+  return joined;
+}
 
 std::string UcxLanes(const std::string& endpoint_info) {
   static const std::regex kLane(R"(lane\[\d+\]:\s+\d+:(\S+))");

@@ -1,7 +1,8 @@
-// UCX's words, read and chosen: which transports an endpoint's lanes use (for
-// the results' transport column), whether to ask UCX for peer failure
-// detection, and how device memory meets UCX (--gpu-path). Kept beside the UCX transport so that what the testbed knows
-// about UCX lives in one folder.
+// UCX's words, read and chosen: the UCX settings the testbed applies unless
+// the user set their own, which transports an endpoint's lanes use (for the
+// results' transport column), whether to ask UCX for peer failure detection,
+// and how device memory meets UCX (--gpu-path). Kept beside the UCX transport
+// so that what the testbed knows about UCX lives in one folder.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -10,11 +11,31 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "allreduce/memory.h"
 
 namespace testbed {
+
+// One UCX environment variable as the testbed sets it.
+struct UcxSetting {
+  std::string name;   // "UCX_TCP_TX_SEG_SIZE"
+  std::string value;  // "256K"
+};
+
+// The testbed's UCX defaults (ucx_settings.cc says what each bought, measured):
+// set in a worker's environment before UCX reads it, each only where the user
+// set none of its group (a segment size's TX and RX go together: UCX refuses
+// an RX segment smaller than the TX one). Returns the settings it applied.
+std::vector<UcxSetting> ApplyUcxDefaults();
+
+// What a row records of the UCX settings that ran: every UCX_* variable of
+// `environment` (a NULL-terminated "NAME=value" array, such as environ), sorted,
+// joined by spaces, those in `applied` marked as the testbed's with a
+// trailing '*': "UCX_NET_DEVICES=lo UCX_TCP_RX_SEG_SIZE=256K* UCX_TLS=tcp".
+std::string DescribeUcxEnvironment(const char* const* environment,
+                                   const std::vector<UcxSetting>& applied);
 
 // The transports/devices of an endpoint's lanes, from ucp_ep_print_info's
 // text: "tcp/lo.0", "posix/memory+cma/memory".
