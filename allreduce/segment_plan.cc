@@ -72,14 +72,23 @@ std::int64_t SegmentElements(std::size_t segment_bytes, std::size_t element_size
 // microseconds over TCP on a loaded host), so segments stay large: a message
 // is cut only once it is large enough that 16 segments still each carry a
 // quarter of a MiB or more. Quarter-MiB segments were slower than whole steps
-// (ring, N = 4, 16 and 64 MiB) over both TCP and shared memory; M/16 was
-// faster over shared memory and even over TCP, which is why `--segment`
-// stays off unless asked for.
+// (ring, N = 4, 16 and 64 MiB) over both TCP and shared memory.
 std::size_t AutoSegmentBytes(std::int64_t message_bytes) {
   constexpr std::int64_t kSmallest = std::int64_t{256} << 10;
   constexpr std::int64_t kLargest = std::int64_t{4} << 20;
   if (message_bytes < 16 * kSmallest) return 0;
   return static_cast<std::size_t>(std::clamp(message_bytes / 16, kSmallest, kLargest));
+}
+
+// Ring at N = 4 on loopback, M/16 segments against whole steps, means of 10-12
+// interleaved runs each (docs/speed.md, "Where the time goes"): over TCP 5%
+// faster at 16 MiB and 7% at 64 MiB, no different at 4 MiB; over shared memory
+// (cma's single-copy rendezvous, one handshake per segment) 14% slower at
+// 4 MiB, no different at 16 MiB, 3% faster at 64 MiB. So what a user gets
+// without asking cuts messages of 16 MiB and more, on either transport.
+std::size_t DefaultSegmentBytes(std::int64_t message_bytes) {
+  constexpr std::int64_t kFrom = std::int64_t{16} << 20;
+  return message_bytes < kFrom ? 0 : AutoSegmentBytes(message_bytes);
 }
 
 // Staged, a whole step is copied down before any of it is sent and up only

@@ -69,6 +69,11 @@ std::int64_t SegmentElements(std::size_t segment_bytes, std::size_t element_size
 // per rank; 0 means whole steps (see the definition for why).
 std::size_t AutoSegmentBytes(std::int64_t message_bytes);
 
+// The segment size when the spec asks for none: AutoSegmentBytes for
+// messages of 16 MiB and more, whole steps below (see the definition for the
+// measurements).
+std::size_t DefaultSegmentBytes(std::int64_t message_bytes);
+
 // The segment size for memory staged through host memory (device memory on
 // a UCX without CUDA) when none was asked for: never 0, since whole steps
 // would expose every copy down before a send and up after a receive; see the

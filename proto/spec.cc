@@ -245,7 +245,7 @@ std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t byte
     case proto::Segment::kOff: return 0;
     case proto::Segment::kAuto: segment = AutoSegmentBytes(bytes); break;
     case proto::Segment::kBytes: segment = static_cast<std::size_t>(spec.segment().bytes()); break;
-    case proto::Segment::SIZE_NOT_SET: break;
+    case proto::Segment::SIZE_NOT_SET: segment = DefaultSegmentBytes(bytes); break;
   }
   // Staged, whole steps would expose every copy down and up: unless the spec
   // says off, cut them.

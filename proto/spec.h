@@ -77,9 +77,10 @@ absl::Status ValidateSpec(const proto::ExperimentSpec& spec,
                           SpecReader reader = SpecReader::kDaemon);
 
 // The segment size the executor uses for messages of `bytes` per worker
-// under the spec's `segment` (0: whole steps), where `staged` says whether
-// the vector is device memory staged through host memory (an unset segment
-// then overlaps the copies with the transfers). The spec must be valid.
+// under the spec's `segment` (0: whole steps; unset: DefaultSegmentBytes),
+// where `staged` says whether the vector is device memory staged through host
+// memory (an unset segment then overlaps the copies with the transfers). The
+// spec must be valid.
 std::size_t SegmentBytesFor(const proto::ExperimentSpec& spec, std::int64_t bytes, bool staged);
 
 }  // namespace testbed

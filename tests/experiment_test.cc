@@ -313,8 +313,14 @@ TEST(SpecTest, SegmentIsOffAutoOrAPositiveSize) {
   EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, /*staged=*/true), 0u);  // off means off
   *spec.mutable_segment() = *ParseSegment("auto");
   EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, false), AutoSegmentBytes(64 << 20));
-  spec.clear_segment();  // unset: whole steps, unless staged
-  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, false), 0u);
+  // Unset: whole steps below 16 MiB, auto from there (DefaultSegmentBytes);
+  // staged memory is always cut.
+  spec.clear_segment();
+  EXPECT_EQ(SegmentBytesFor(spec, 8 << 20, false), 0u);
+  EXPECT_EQ(SegmentBytesFor(spec, 16 << 20, false), AutoSegmentBytes(16 << 20));
+  EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, false), AutoSegmentBytes(64 << 20));
+  EXPECT_NE(SegmentBytesFor(spec, 64 << 20, false), 0u);
+  EXPECT_EQ(SegmentBytesFor(spec, 8 << 20, true), StagedSegmentBytes(8 << 20));
   EXPECT_EQ(SegmentBytesFor(spec, 64 << 20, true), StagedSegmentBytes(64 << 20));
 }
 

@@ -99,8 +99,9 @@ void AddExperimentFlags(CLI::App& cmd, ExperimentFlags& f) {
                   "Pipelining of the scheduled collectives: off (whole steps, round by round), "
                   "auto (by message size), or SIZE: each step's message cut into segments of at "
                   "most SIZE bytes, each sent on as soon as it is reduced (e.g. 1MiB). "
-                  "Default: off for host memory; staged device memory is cut into M/16 "
-                  "within 256KiB-4MiB, so its copies overlap the transfers",
+                  "Default: auto for messages of 16MiB and more, whole steps below; staged "
+                  "device memory is cut into M/16 within 256KiB-4MiB, so its copies overlap the "
+                  "transfers (docs/speed.md)",
                   "SIZE|auto|off", StoreParsed(&ParseSegment, f.segment));
   AddEnumFlag(cmd, "--memory", f.memory,
               "Where each rank's vector lives - host; pinned or cuda (a build with CUDA, on a "
