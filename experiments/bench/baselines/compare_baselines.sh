@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Speed comparison, N processes on this machine (loopback only), float32 sum:
-#   testbed ring / butterfly over UCX (TCP on lo, then shared memory)
+#   testbed ring / butterfly over UCX (TCP on lo, then shared memory), at its
+#     defaults (no flags: what a new user gets) and tuned (--tuned ARGS)
 #   OpenMPI MPI_Allreduce (ob1 + tcp btl on lo; ob1 + vader shm btl), each also
 #     with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (OpenMPI mallocs temporaries
 #     per call, which can cost first-touch page faults; the benches report
 #     page_faults_per_iter so the raw JSON shows whether that happened)
-#   Gloo AllreduceRingChunked (bandwidth-optimal ring) and AllreduceRing (passes
-#     the whole buffer around), TCP on 127.0.0.1
-# then prints Markdown tables. Installs nothing; needs mpirun and the binaries
+#   Gloo AllreduceRingChunked (bandwidth-optimal ring), AllreduceHalvingDoubling
+#     and AllreduceRing (passes the whole buffer around), TCP on 127.0.0.1
+# then prints Markdown tables (baseline_tables.py) headed by the machine they
+# were measured on (machine.txt: CPU model, cores, kernel, versions) and ending
+# with the goals of docs/speed.md checked. Installs nothing; needs mpirun and the binaries
 # built from experiments/bench/baselines (apt-get install openmpi-bin libopenmpi-dev
 # libgloo-dev, then build). Every result line is also kept as JSON lines.
 #
@@ -20,10 +23,10 @@
 #   --workers N             default 4
 #   --iters K, --warmup W   per size (default 20, 5)
 #   --min-bytes B, --max-bytes B   default 8, 64MiB (sizes double)
-#   --segment S             the testbed runs' --segment: auto (default), off or
-#                           a size; the tables name it
+#   --tuned ARGS            the tuned testbed runs' extra flags (default
+#                           "--segment auto"); the tables name them
+#   --no-tuned              skip the tuned runs (testbed and OpenMPI + hugetlb)
 #   --out DIR               raw results (default results-baselines-DATE-TIME)
-#   --no-hugetlb            skip the OpenMPI runs with glibc.malloc.hugetlb=1
 #   --only LIST             comma list of: testbed,openmpi,gloo (default: all)
 #   --timeout S             limit per run in seconds (default 1200)
 #   --repeat R              run every configuration R times, interleaved
@@ -33,6 +36,7 @@
 # Environment for the testbed runs (override if the harness needs more):
 #   TESTBED_TCP_ENV   default "UCX_TLS=tcp UCX_NET_DEVICES=lo"
 #   TESTBED_SHM_ENV   default "UCX_TLS=sm"  (UCX 1.13: sm = posix,sysv + cma)
+#   TESTBED_TUNED_ENV added to the tuned runs' environment (default none)
 #   MPIRUN_EXTRA      extra mpirun arguments
 set -euo pipefail
 
@@ -43,9 +47,9 @@ iters=20
 warmup=5
 min_bytes=8
 max_bytes=64MiB
-segment=auto
+tuned_args="--segment auto"
 out_dir=""
-hugetlb=1
+tuned=1
 only="testbed,openmpi,gloo"
 run_timeout=1200
 repeat=1
@@ -59,9 +63,9 @@ while (($#)); do
     --warmup) warmup=$2; shift 2 ;;
     --min-bytes) min_bytes=$2; shift 2 ;;
     --max-bytes) max_bytes=$2; shift 2 ;;
-    --segment) segment=$2; shift 2 ;;
+    --tuned) tuned_args=$2; shift 2 ;;
+    --no-tuned) tuned=0; shift ;;
     --out) out_dir=$2; shift 2 ;;
-    --no-hugetlb) hugetlb=0; shift ;;
     --only) only=$2; shift 2 ;;
     --timeout) run_timeout=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
@@ -88,6 +92,23 @@ mkdir -p "$out_dir"
 out_dir=$(cd "$out_dir" && pwd)
 echo "compare_baselines: N=$workers, $min_bytes..$max_bytes, iters $iters," \
      "warmup $warmup; raw results in $out_dir"
+
+# The machine the tables were measured on: its speed, not only the code's,
+# decides them, so every table carries this record.
+version_of() { "$@" 2>/dev/null | head -n 1 || true; }
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "revision: $(git -C "$(dirname "$0")" describe --always --dirty 2>/dev/null || echo unknown)"
+  echo "CPU: $(awk -F': ' '/^model name/ {m = $2} /^cpu family/ {f = $2} /^model\t/ {n = $2}
+                       /^$/ {exit} END {printf "%s (family %s, model %s)", m, f, n}' /proc/cpuinfo)"
+  echo "cores: $(nproc)"
+  echo "memory: $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+  echo "kernel: $(uname -sr)"
+  echo "UCX: $(version_of ucx_info -v | sed 's/^# *//')"
+  echo "OpenMPI: $(version_of mpirun --version)"
+  echo "Gloo: $(dpkg-query -W -f='libgloo-dev ${Version}' libgloo-dev 2>/dev/null || echo unknown)"
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$out_dir/machine.txt"
 
 # Every child runs in the background under `timeout`, its PID recorded, so an
 # interrupt or a failure kills exactly what this script started.
@@ -140,9 +161,12 @@ if want testbed; then
     run_testbed=1
     tcp_env=${TESTBED_TCP_ENV:-UCX_TLS=tcp UCX_NET_DEVICES=lo}
     shm_env=${TESTBED_SHM_ENV:-UCX_TLS=sm}
+    tuned_env=${TESTBED_TUNED_ENV:-}
     local_args=(local --workers "$workers" --algorithms "ring,butterfly"
                 --sizes "$min_bytes:$max_bytes:x2" --iters "$iters"
-                --warmup "$warmup" --segment "$segment" --format json)
+                --warmup "$warmup" --format json)
+    # shellcheck disable=SC2206  # a list of flags
+    tuned_flags=($tuned_args)
   fi
 fi
 if want openmpi; then
@@ -212,13 +236,21 @@ for ((round = 1; round <= repeat; round++)); do
     run_logged "testbed_tcp$sfx" env $tcp_env "$testbed" "${local_args[@]}"
     # shellcheck disable=SC2086
     run_logged "testbed_shm$sfx" env $shm_env "$testbed" "${local_args[@]}"
+    if ((tuned)); then
+      # shellcheck disable=SC2086
+      run_logged "testbed_tcp_tuned$sfx" env $tcp_env $tuned_env "$testbed" \
+        "${local_args[@]}" "${tuned_flags[@]}"
+      # shellcheck disable=SC2086
+      run_logged "testbed_shm_tuned$sfx" env $shm_env $tuned_env "$testbed" \
+        "${local_args[@]}" "${tuned_flags[@]}"
+    fi
   fi
   if ((run_openmpi)); then
     run_logged "openmpi_tcp$sfx" mpirun "${mpirun_args[@]}" "${mpi_tcp[@]}" \
       "$mpi_bench" "${sweep[@]}" --transport tcp
     run_logged "openmpi_shm$sfx" mpirun "${mpirun_args[@]}" "${mpi_shm[@]}" \
       "$mpi_bench" "${sweep[@]}" --transport shm
-    if ((hugetlb)); then
+    if ((tuned)); then
       run_logged "openmpi_tcp_hugetlb$sfx" env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
         mpirun "${mpirun_args[@]}" -x GLIBC_TUNABLES "${mpi_tcp[@]}" \
         "$mpi_bench" "${sweep[@]}" --transport tcp+hugetlb
@@ -233,156 +265,5 @@ done
 # --- tables -------------------------------------------------------------------
 notes+=("load average at start: $load_start; at end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)")
 printf '%s\n' "${notes[@]}" >"$out_dir/notes.txt"
-python3 - "$out_dir" "$workers" "$repeat" "$segment" <<'PY' | tee "$out_dir/table.md"
-import json, os, sys
-
-out_dir, workers, repeat, segment = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-
-def records(label):
-    """JSON objects from LABEL.jsonl (or LABEL.rK.jsonl, one per round):
-    JSON lines, or one array/object."""
-    paths = [os.path.join(out_dir, label + ".jsonl")]
-    paths += [os.path.join(out_dir, f"{label}.r{k}.jsonl") for k in range(1, repeat + 1)]
-    out = []
-    for path in paths:
-        if os.path.exists(path):
-            out += records_in(open(path).read())
-    return out
-
-def records_in(text):
-    try:
-        whole = json.loads(text)
-        if isinstance(whole, dict):
-            whole = whole.get("results", [whole])
-        return [r for r in whole if isinstance(r, dict)]
-    except ValueError:
-        pass
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass
-    return out
-
-def index(label, algorithm):
-    """bytes -> the record with the median time_us_avg over the rounds (for an
-    even count, the slower of the middle two)."""
-    runs = {}
-    for r in records(label):
-        if str(r.get("algorithm", "")).lower() == algorithm.lower():
-            runs.setdefault(int(r["bytes"]), []).append(r)
-    table = {}
-    for b, rs in runs.items():
-        rs.sort(key=lambda r: r["time_us_avg"])
-        table[b] = rs[len(rs) // 2]
-    return table
-
-columns = [
-    ("testbed ring, UCX tcp", index("testbed_tcp", "ring")),
-    ("OpenMPI, tcp", index("openmpi_tcp", "MPI_Allreduce")),
-    ("OpenMPI, tcp + hugetlb", index("openmpi_tcp_hugetlb", "MPI_Allreduce")),
-    ("Gloo AllreduceRingChunked, tcp", index("gloo_tcp", "AllreduceRingChunked")),
-    ("Gloo AllreduceRing (whole buffer), tcp", index("gloo_tcp", "AllreduceRing")),
-    ("testbed ring, UCX shm", index("testbed_shm", "ring")),
-    ("OpenMPI, shm (vader)", index("openmpi_shm", "MPI_Allreduce")),
-    ("OpenMPI, shm + hugetlb", index("openmpi_shm_hugetlb", "MPI_Allreduce")),
-]
-butterfly = [
-    ("tcp", index("testbed_tcp", "butterfly"), index("openmpi_tcp", "MPI_Allreduce")),
-    ("shm", index("testbed_shm", "butterfly"), index("openmpi_shm", "MPI_Allreduce")),
-]
-
-def size_name(b):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= scale and b % scale == 0:
-            return f"{b // scale} {unit}"
-    return f"{b} B"
-
-def fmt_us(us):
-    return f"{us:,.1f}" if us < 100 else f"{us:,.0f}"
-
-def cell(r):
-    if r is None:
-        return "–"
-    text = f"{fmt_us(r['time_us_avg'])} µs / {r['busbw_gbps']:.3f}"
-    if int(r.get("wrong", 0)) != 0:
-        text += f" **WRONG {r['wrong']}**"
-    return text
-
-sizes = sorted({b for _, t in columns for b in t} |
-               {b for _, a, m in butterfly for b in list(a) + list(m)})
-print()
-print(f"## All-reduce, N = {workers}, float32 sum, loopback")
-print()
-print("Cells: average time per iteration (slowest rank) / busbw in GB/s "
-      "(busbw = bytes/time · 2(N−1)/N, 1 GB = 1e9 B). '–' = not run."
-      + (f" Median over {repeat} interleaved runs." if repeat > 1 else "")
-      + f" testbed runs: --segment {segment}.")
-print()
-print("| size | " + " | ".join(name for name, _ in columns) + " |")
-print("|---:|" + "---:|" * len(columns))
-for b in sizes:
-    print(f"| {size_name(b)} | " + " | ".join(cell(t.get(b)) for _, t in columns) + " |")
-
-small = [b for b in sizes if b <= 4096]
-print()
-print("## Small messages (8 B – 4 KiB): testbed butterfly vs OpenMPI MPI_Allreduce")
-print()
-print("ratio = testbed time / OpenMPI time (below 1: testbed is faster).")
-print()
-print("| size | butterfly, UCX tcp (µs) | OpenMPI tcp (µs) | ratio tcp "
-      "| butterfly, UCX shm (µs) | OpenMPI shm (µs) | ratio shm |")
-print("|---:|---:|---:|---:|---:|---:|---:|")
-for b in small:
-    row = [size_name(b)]
-    for _, ours, theirs in butterfly:
-        a, m = ours.get(b), theirs.get(b)
-        row.append(fmt_us(a["time_us_avg"]) if a else "–")
-        row.append(fmt_us(m["time_us_avg"]) if m else "–")
-        row.append(f"{a['time_us_avg'] / m['time_us_avg']:.2f}" if a and m else "–")
-    print("| " + " | ".join(row) + " |")
-
-# The headline sizes: 16 MiB and above (the bandwidth regime), else the largest.
-headline = [b for b in sizes if b >= 16 << 20] or sizes[-1:]
-pairs = [
-    ("testbed ring UCX tcp vs OpenMPI tcp", columns[0][1], columns[1][1]),
-    ("testbed ring UCX tcp vs OpenMPI tcp + hugetlb", columns[0][1], columns[2][1]),
-    ("testbed ring UCX tcp vs Gloo AllreduceRingChunked", columns[0][1], columns[3][1]),
-    ("testbed ring UCX tcp vs Gloo AllreduceRing", columns[0][1], columns[4][1]),
-    ("testbed ring UCX shm vs OpenMPI shm", columns[5][1], columns[6][1]),
-    ("testbed ring UCX shm vs OpenMPI shm + hugetlb", columns[5][1], columns[7][1]),
-]
-for size in headline:
-    print()
-    print(f"## Headline at {size_name(size)}")
-    print()
-    print("speed-up = baseline time / testbed time, by the mean and by the median "
-          "(p50, nearest rank) of the per-iteration times of the run cited above.")
-    print()
-    for label, table in (("OpenMPI tcp", columns[1][1]), ("OpenMPI tcp + hugetlb", columns[2][1]),
-                         ("OpenMPI shm", columns[6][1]), ("OpenMPI shm + hugetlb", columns[7][1])):
-        r = table.get(size)
-        if r and "page_faults_per_iter" in r:
-            print(f"- {label}: {r['page_faults_per_iter']} minor page faults per iteration "
-                  f"(busiest rank)")
-    for name, ours, theirs in pairs:
-        a, m = ours.get(size), theirs.get(size)
-        if not (a and m):
-            print(f"- {name}: " + ("no testbed result" if not a else "no baseline result"))
-            continue
-        text = (f"- {name}: mean {fmt_us(a['time_us_avg'])} µs vs {fmt_us(m['time_us_avg'])} µs, "
-                f"speed-up {m['time_us_avg'] / a['time_us_avg']:.2f}x")
-        if a.get("time_us_p50") and m.get("time_us_p50"):
-            text += (f"; median {fmt_us(a['time_us_p50'])} µs vs {fmt_us(m['time_us_p50'])} µs, "
-                     f"speed-up {m['time_us_p50'] / a['time_us_p50']:.2f}x")
-        print(text)
-
-notes = [n for n in open(os.path.join(out_dir, "notes.txt")).read().splitlines() if n]
-if notes:
-    print()
-    for n in notes:
-        print(f"**Note:** {n}")
-PY
+python3 "$(dirname "$0")/baseline_tables.py" "$out_dir" "$workers" "$repeat" "$tuned_args" |
+  tee "$out_dir/table.md"

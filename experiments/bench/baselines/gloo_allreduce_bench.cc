@@ -1,9 +1,9 @@
-// Baseline: Gloo's ring all-reduces (Debian's libgloo-dev, 2022-05 snapshot),
+// Baseline: Gloo's all-reduces (Debian's libgloo-dev, 2022-05 snapshot),
 // float32 sum, over a sweep of sizes, TCP transport on loopback.
 //
 //   gloo_allreduce_bench --rank R --workers N --rendezvous DIR
 //       [--prefix P] [--host 127.0.0.1]
-//       [--algorithms AllreduceRingChunked,AllreduceRing]
+//       [--algorithms AllreduceRingChunked,AllreduceRing,AllreduceHalvingDoubling]
 //       [--min-bytes 8] [--max-bytes 16MiB] [--factor 2] [--iters 20]
 //       [--warmup 5] [--transport tcp]
 //
@@ -14,6 +14,8 @@
 //                         then all-gather around the ring (the one to compare).
 //   AllreduceRing         passes the whole buffer around the ring N-1 times
 //                         (N-1 times the traffic; shown for completeness).
+//   AllreduceHalvingDoubling  recursive halving reduce-scatter then doubling
+//                         all-gather (Rabenseifner's), log2 N rounds each way.
 // Timing, verification and output as in mpi_allreduce_bench.cc: the buffer
 // (all-reduced in place) is refilled with r+1 and a barrier is run before each
 // timed iteration; the per-iteration times are reduced with MAX after the
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "gloo/allreduce_halving_doubling.h"
 #include "gloo/allreduce_ring.h"
 #include "gloo/allreduce_ring_chunked.h"
 #include "gloo/barrier_all_to_all.h"
@@ -45,15 +48,16 @@ struct GlooOptions {
   std::string rendezvous;
   std::string prefix = "gloo-bench";
   std::string host = "127.0.0.1";
-  std::vector<std::string> algorithms = {"AllreduceRingChunked",
-                                         "AllreduceRing"};
+  std::vector<std::string> algorithms = {"AllreduceRingChunked", "AllreduceRing",
+                                         "AllreduceHalvingDoubling"};
 };
 
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr,
                "%s\nusage: gloo_allreduce_bench --rank R --workers N "
                "--rendezvous DIR [--prefix P] [--host 127.0.0.1] "
-               "[--algorithms AllreduceRingChunked,AllreduceRing] "
+               "[--algorithms AllreduceRingChunked,AllreduceRing,"
+               "AllreduceHalvingDoubling] "
                "[--min-bytes B] [--max-bytes B] [--factor F] [--iters I] "
                "[--warmup W] [--transport LABEL]\n",
                why.c_str());
@@ -82,7 +86,8 @@ GlooOptions ParseGlooOptions(const std::vector<std::string>& args) {
       o.algorithms.clear();
       std::stringstream list(value());
       for (std::string name; std::getline(list, name, ',');) {
-        if (name != "AllreduceRingChunked" && name != "AllreduceRing") {
+        if (name != "AllreduceRingChunked" && name != "AllreduceRing" &&
+            name != "AllreduceHalvingDoubling") {
           Usage("unknown algorithm " + name);
         }
         o.algorithms.push_back(name);
@@ -156,6 +161,10 @@ int Run(const baselines::SweepOptions& sweep, const GlooOptions& o) {
       std::vector<float*> ptrs = {data.data()};
       if (name == "AllreduceRingChunked") {
         gloo::AllreduceRingChunked<float> algorithm(ctx, ptrs, count);
+        local_us = TimeAlgorithm(algorithm, barrier, data.data(), count,
+                                 mine, expected, sweep, &wrong);
+      } else if (name == "AllreduceHalvingDoubling") {
+        gloo::AllreduceHalvingDoubling<float> algorithm(ctx, ptrs, count);
         local_us = TimeAlgorithm(algorithm, barrier, data.data(), count,
                                  mine, expected, sweep, &wrong);
       } else {
