@@ -96,14 +96,6 @@ def print_table(title, columns, sizes):
         print(f"| {size_name(b)} | " + " | ".join(cell(t.get(b)) for _, t in columns) + " |")
 
 
-def speedup(ours, theirs, size):
-    """baseline time / testbed time by the mean, or None."""
-    a, m = ours.get(size), theirs.get(size)
-    if not (a and m):
-        return None
-    return m["time_us_avg"] / a["time_us_avg"]
-
-
 ring = {
     "tcp": index("testbed_tcp", "ring"),
     "shm": index("testbed_shm", "ring"),

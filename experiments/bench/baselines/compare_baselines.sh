@@ -94,7 +94,8 @@ echo "compare_baselines: N=$workers, $min_bytes..$max_bytes, iters $iters," \
      "warmup $warmup; raw results in $out_dir"
 
 # The machine the tables were measured on: its speed, not only the code's,
-# decides them, so every table carries this record.
+# decides them, so every table carries this record (the load, at start and
+# end, is the notes' last line).
 version_of() { "$@" 2>/dev/null | head -n 1 || true; }
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -107,7 +108,6 @@ version_of() { "$@" 2>/dev/null | head -n 1 || true; }
   echo "UCX: $(version_of ucx_info -v | sed 's/^# *//')"
   echo "OpenMPI: $(version_of mpirun --version)"
   echo "Gloo: $(dpkg-query -W -f='libgloo-dev ${Version}' libgloo-dev 2>/dev/null || echo unknown)"
-  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out_dir/machine.txt"
 
 # Every child runs in the background under `timeout`, its PID recorded, so an
