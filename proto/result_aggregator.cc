@@ -26,11 +26,10 @@ double NearestRank(const std::vector<double>& sorted, double q) {
 // the placement; ps's shards sit on the spine, so each push and value crosses
 // its worker's uplink.
 void SetFabricTraffic(const proto::ExperimentSpec& spec, const Collective& collective,
-                      const RankGroups& groups, int group, std::int64_t bytes,
-                      proto::ResultRow& row) {
+                      const RankGroups& groups, int group, const Placement& placement,
+                      std::int64_t bytes, proto::ResultRow& row) {
   const int n = groups.world_size();
   row.set_fabric(FabricSummary(spec.fabric()));
-  const Placement placement = PlacementOf(spec.fabric(), n);
   const int racks = placement.Racks(n);
   if (racks < 2) return;
   std::vector<UplinkTraffic> uplinks(static_cast<std::size_t>(racks));
@@ -92,47 +91,29 @@ absl::Status CheckRanks(const proto::ExperimentSpec& spec,
   return absl::OkStatus();
 }
 
-// The row of one group's ranks (`members`, in order of their index in the
-// group); the world's where the spec has no split.
-absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
-                                            const Collective* collective,
-                                            const std::vector<const proto::RankResult*>& members,
-                                            const RankGroups& groups, int group) {
+using Members = std::vector<const proto::RankResult*>;
+
+// Each rank's own median, the rounds where recorded, and per iteration the
+// slowest rank's time: the collective's, with its spread and bandwidths.
+void SetTimes(const proto::ExperimentSpec& spec, const Collective& collective,
+              const Members& members, proto::ResultRow& row) {
   const int n = static_cast<int>(members.size());
   const proto::RankResult& first = *members[0];
-  const bool ps = collective->runs_on_parameter_server();
   const int iterations = first.iteration_us_size();
-  proto::ResultRow row;
-  row.set_algorithm(first.algorithm());
-  row.set_workers(n);
-  row.set_bytes(first.bytes());
-  row.set_iterations(iterations);
-  row.set_dtype(EnumText(spec.dtype()));
-  row.set_transport(first.transport());
-  row.set_ucx_environment(first.ucx_environment());
-
-  row.set_segment_bytes(first.segment_bytes());
-  row.set_memory(first.memory());
-  row.set_gpu_path(first.gpu_path());
-
-  // Each rank's own median, then per iteration the slowest rank's time: the
-  // collective's.
-  for (const proto::RankResult* rank_result : members) {
-    const proto::RankResult& result = *rank_result;
-    std::vector<double> own(result.iteration_us().begin(), result.iteration_us().end());
+  for (const proto::RankResult* result : members) {
+    std::vector<double> own(result->iteration_us().begin(), result->iteration_us().end());
     std::sort(own.begin(), own.end());
     row.add_rank_time_us_p50(static_cast<std::uint64_t>(std::llround(NearestRank(own, 0.5))));
   }
   if (spec.record_rounds()) {
-    for (const proto::RankResult* rank_result : members) {
-      const proto::RankResult& result = *rank_result;
-      row.add_rank_round_counts(static_cast<std::uint32_t>(result.round_end_us_size()));
-      for (double us : result.round_end_us()) {
+    for (const proto::RankResult* result : members) {
+      row.add_rank_round_counts(static_cast<std::uint32_t>(result->round_end_us_size()));
+      for (double us : result->round_end_us()) {
         row.add_rank_round_end_us(static_cast<std::uint64_t>(std::llround(std::max(0.0, us))));
       }
     }
   }
-  std::vector<double> times(iterations, 0.0);
+  std::vector<double> times(static_cast<std::size_t>(iterations), 0.0);
   for (int i = 0; i < iterations; ++i) {
     for (const proto::RankResult* result : members) {
       times[i] = std::max(times[i], result->iteration_us(i));
@@ -141,56 +122,63 @@ absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
   double sum = 0;
   for (double t : times) sum += t;
   std::sort(times.begin(), times.end());
-  const auto percentile = [&](double q) { return NearestRank(times, q); };
   const double avg = iterations > 0 ? sum / iterations : 0;
   row.set_time_us_avg(avg);
   row.set_time_us_min(times.empty() ? 0 : times.front());
-  row.set_time_us_p50(percentile(0.5));
-  row.set_time_us_p99(percentile(0.99));
+  row.set_time_us_p50(NearestRank(times, 0.5));
+  row.set_time_us_p99(NearestRank(times, 0.99));
   row.set_time_us_max(times.empty() ? 0 : times.back());
   const double algbw = avg > 0 ? static_cast<double>(first.bytes()) / avg / 1e3 : 0;
   row.set_algbw_gbps(algbw);
-  row.set_busbw_gbps(algbw * collective->busbw_factor(n));
+  row.set_busbw_gbps(algbw * collective.busbw_factor(n));
+}
 
+// Wire bytes only when every rank had its own interface to count.
+void SetWireBytes(const Members& members, proto::ResultRow& row) {
+  if (!std::all_of(members.begin(), members.end(),
+                   [](const proto::RankResult* r) { return r->has_wire_bytes_sent(); })) {
+    return;
+  }
+  for (const proto::RankResult* result : members) {
+    row.add_wire_bytes_sent(result->wire_bytes_sent());
+    row.add_wire_bytes_received(result->wire_bytes_received());
+    row.set_wire_bytes_sent_total(row.wire_bytes_sent_total() + result->wire_bytes_sent());
+    row.set_wire_bytes_received_total(row.wire_bytes_received_total() +
+                                      result->wire_bytes_received());
+  }
+}
+
+// The bytes the ranks counted, beside their closed forms; for the parameter
+// server also each shard's.
+absl::Status SetTraffic(const proto::ExperimentSpec& spec, const Collective& collective,
+                        const Members& members, proto::ResultRow& row) {
+  const int n = static_cast<int>(members.size());
+  const bool ps = collective.runs_on_parameter_server();
   std::uint64_t payload = 0, busiest = 0, staged = 0;
   std::int64_t wrong = 0;
   std::vector<std::uint64_t> per_shard(ps ? spec.servers() : 0, 0);
-  for (const proto::RankResult* rank_result : members) {
-    const proto::RankResult& result = *rank_result;
+  for (const proto::RankResult* result : members) {
     // All-reduce bytes travel rank to rank: count each once, as sent. Parameter
     // server bytes go worker -> server and back: both directions are traffic.
-    payload += result.payload_bytes_sent() + (ps ? result.payload_bytes_received() : 0);
-    busiest = std::max({busiest, result.payload_bytes_sent(), result.payload_bytes_received()});
-    staged += result.staged_bytes();
-    wrong = (wrong < 0 || result.wrong() < 0) ? -1 : wrong + result.wrong();
-    if (ps && static_cast<std::size_t>(result.shard_payload_bytes_size()) != per_shard.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("rank ", result.rank(), " reported ",
-                                                     result.shard_payload_bytes_size(),
+    payload += result->payload_bytes_sent() + (ps ? result->payload_bytes_received() : 0);
+    busiest = std::max({busiest, result->payload_bytes_sent(), result->payload_bytes_received()});
+    staged += result->staged_bytes();
+    wrong = (wrong < 0 || result->wrong() < 0) ? -1 : wrong + result->wrong();
+    if (ps && static_cast<std::size_t>(result->shard_payload_bytes_size()) != per_shard.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", result->rank(), " reported ",
+                                                     result->shard_payload_bytes_size(),
                                                      " shards of ", per_shard.size()));
     }
-    for (std::size_t s = 0; s < per_shard.size(); ++s) per_shard[s] += result.shard_payload_bytes(s);
+    for (std::size_t s = 0; s < per_shard.size(); ++s) per_shard[s] += result->shard_payload_bytes(s);
   }
   row.set_payload_bytes_total(payload);
   row.set_wrong(wrong);
   row.set_staged_bytes_total(staged);
-  // Wire bytes only when every rank had its own interface to count.
-  if (std::all_of(members.begin(), members.end(),
-                  [](const proto::RankResult* r) { return r->has_wire_bytes_sent(); })) {
-    for (const proto::RankResult* rank_result : members) {
-      const proto::RankResult& result = *rank_result;
-      row.add_wire_bytes_sent(result.wire_bytes_sent());
-      row.add_wire_bytes_received(result.wire_bytes_received());
-      row.set_wire_bytes_sent_total(row.wire_bytes_sent_total() + result.wire_bytes_sent());
-      row.set_wire_bytes_received_total(row.wire_bytes_received_total() +
-                                        result.wire_bytes_received());
-    }
-  }
-  row.set_theory_bytes_total(collective->formula_bytes(n, first.bytes()));
-  row.set_rounds(collective->formula_rounds(n));
-  SetFabricTraffic(spec, *collective, groups, group, first.bytes(), row);
+  SetWireBytes(members, row);
+  const std::int64_t m = members[0]->bytes();
+  row.set_theory_bytes_total(collective.formula_bytes(n, m));
   if (ps) {
     // Through each shard 2 N times its slice.
-    const std::int64_t m = first.bytes();
     row.set_servers(spec.servers());
     for (std::uint64_t bytes : per_shard) row.add_shard_payload_bytes(bytes);
     const std::int64_t element = ElementBytes(spec);
@@ -203,6 +191,32 @@ absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
     for (std::uint64_t bytes : per_shard) busiest = std::max(busiest, bytes / 2);
   }
   row.set_max_rank_bytes(busiest);
+  return absl::OkStatus();
+}
+
+// The row of one group's ranks (`members`, in order of their index in the
+// group); the world's where the spec has no split.
+absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
+                                            const Collective* collective, const Members& members,
+                                            const RankGroups& groups, int group) {
+  const int n = static_cast<int>(members.size());
+  const proto::RankResult& first = *members[0];
+  proto::ResultRow row;
+  row.set_algorithm(first.algorithm());
+  row.set_workers(n);
+  row.set_bytes(first.bytes());
+  row.set_iterations(first.iteration_us_size());
+  row.set_dtype(EnumText(spec.dtype()));
+  row.set_transport(first.transport());
+  row.set_ucx_environment(first.ucx_environment());
+  row.set_segment_bytes(first.segment_bytes());
+  row.set_memory(first.memory());
+  row.set_gpu_path(first.gpu_path());
+  SetTimes(spec, *collective, members, row);
+  if (absl::Status st = SetTraffic(spec, *collective, members, row); !st.ok()) return st;
+  row.set_rounds(collective->formula_rounds(n));
+  const Placement placement = PlacementOf(spec.fabric(), groups.world_size());
+  SetFabricTraffic(spec, *collective, groups, group, placement, first.bytes(), row);
   return row;
 }
 
@@ -219,7 +233,7 @@ absl::StatusOr<std::vector<proto::ResultRow>> AggregateRows(
   if (!groups.ok()) return groups.status();
   std::vector<proto::ResultRow> rows;
   for (std::size_t g = 0; g < groups->members.size(); ++g) {
-    std::vector<const proto::RankResult*> members;
+    Members members;
     for (int rank : groups->members[g]) members.push_back(&by_rank[static_cast<std::size_t>(rank)]);
     absl::StatusOr<proto::ResultRow> row =
         RowOfGroup(spec, collective, members, *groups, static_cast<int>(g));
