@@ -12,7 +12,10 @@
 // which no rank holds two; racks of equal size need one wave.
 //
 // Rounds, equal on every rank: (K-1) + waves * 2(R-1) + (K-1), K the largest
-// rack. Wire: 2(N-1)M in total for any rack shapes, 2(R-1)M of it across racks.
+// rack (HierarchicalRounds). Racks of equal size need one wave; unequal ones
+// need as many as the chunk boundaries of `count` make, so the rounds depend
+// on the count there. Wire: 2(N-1)M in total for any rack shapes, 2(R-1)M of
+// it across racks.
 #include <algorithm>
 #include <set>
 #include <vector>
@@ -87,44 +90,64 @@ int DealIntoWaves(std::vector<Piece>& pieces, int world_size) {
   return waves;
 }
 
+// The racks, the largest one's size and the pieces dealt into waves: what
+// the schedule is cut from, and what its rounds are counted from.
+struct Layout {
+  std::vector<std::vector<int>> racks;
+  int largest = 0;
+  std::vector<Piece> pieces;
+  int waves = 0;
+
+  Layout(int world_size, std::int64_t count, const Placement& placement)
+      : racks(placement.Members(world_size)), pieces(CutIntoPieces(count, racks)) {
+    for (const std::vector<int>& members : racks) {
+      largest = std::max(largest, static_cast<int>(members.size()));
+    }
+    waves = DealIntoWaves(pieces, world_size);
+  }
+  int rack_count() const { return static_cast<int>(racks.size()); }
+  // Each inter-rack wave is a ring all-reduce among one holder per rack.
+  int wave_rounds() const { return 2 * (rack_count() - 1); }
+  int rounds() const { return 2 * (largest - 1) + waves * wave_rounds(); }
+};
+
 }  // namespace
+
+int HierarchicalRounds(int world_size, std::int64_t count, const Placement& placement) {
+  return Layout(world_size, count, placement).rounds();
+}
 
 Schedule BuildAllReduceHierarchical(int rank, int world_size, std::int64_t count,
                                     const Placement& placement) {
   Schedule s{rank, world_size, count, {}};
-  const std::vector<std::vector<int>> racks = placement.Members(world_size);
-  const int rack_count = static_cast<int>(racks.size());
-  const std::vector<int>& mine = racks[static_cast<std::size_t>(placement.RackOf(rank))];
+  const Layout layout(world_size, count, placement);
+  const std::vector<int>& mine = layout.racks[static_cast<std::size_t>(placement.RackOf(rank))];
   const int local = static_cast<int>(std::find(mine.begin(), mine.end(), rank) - mine.begin());
   const int k = static_cast<int>(mine.size());
-  int largest = 0;
-  for (const std::vector<int>& members : racks) largest = std::max(largest, static_cast<int>(members.size()));
 
   const Schedule scatter = BuildReduceScatterRing(local, k, count);
-  AppendMapped(s, &scatter, mine, 0, largest - 1, "intra-rack reduce-scatter");
+  AppendMapped(s, &scatter, mine, 0, layout.largest - 1, "intra-rack reduce-scatter");
 
-  std::vector<Piece> pieces = CutIntoPieces(count, racks);
-  const int waves = DealIntoWaves(pieces, world_size);
-  const int ring_rounds = 2 * (rack_count - 1);
-  std::vector<const Piece*> held_in_wave(static_cast<std::size_t>(waves), nullptr);
-  for (const Piece& piece : pieces) {
+  std::vector<const Piece*> held_in_wave(static_cast<std::size_t>(layout.waves), nullptr);
+  for (const Piece& piece : layout.pieces) {
     if (std::find(piece.holders.begin(), piece.holders.end(), rank) != piece.holders.end()) {
       held_in_wave[static_cast<std::size_t>(piece.wave)] = &piece;
     }
   }
   for (const Piece* held : held_in_wave) {
     if (held == nullptr) {
-      AppendMapped(s, nullptr, {}, 0, ring_rounds, "inter-rack all-reduce");
+      AppendMapped(s, nullptr, {}, 0, layout.wave_rounds(), "inter-rack all-reduce");
       continue;
     }
     const int position = static_cast<int>(
         std::find(held->holders.begin(), held->holders.end(), rank) - held->holders.begin());
-    const Schedule across = BuildAllReduceRing(position, rack_count, held->count);
-    AppendMapped(s, &across, held->holders, held->offset, ring_rounds, "inter-rack all-reduce");
+    const Schedule across = BuildAllReduceRing(position, layout.rack_count(), held->count);
+    AppendMapped(s, &across, held->holders, held->offset, layout.wave_rounds(),
+                 "inter-rack all-reduce");
   }
 
   const Schedule gather = BuildAllGatherRing(local, k, count);
-  AppendMapped(s, &gather, mine, 0, largest - 1, "intra-rack all-gather");
+  AppendMapped(s, &gather, mine, 0, layout.largest - 1, "intra-rack all-gather");
   return s;
 }
 

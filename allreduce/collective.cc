@@ -36,7 +36,12 @@ double AllReduceBusFactor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0; }
 double ScatterGatherBusFactor(int n) { return n > 1 ? 1.0 * (n - 1) / n : 0; }
 double RootedBusFactor(int n) { return n > 1 ? 1 : 0; }
 
-// Adapters to the registry's one builder signature.
+// Adapters to the registry's one signature for rounds, and for builders.
+template <int (*F)(int)>
+int FlatRounds(int n, std::int64_t /*count*/, const Placement&) {
+  return F(n);
+}
+
 template <Schedule (*F)(int, int, std::int64_t)>
 Schedule Rootless(int rank, int n, std::int64_t count, int /*root*/, const Placement&) {
   return F(rank, n, count);
@@ -71,49 +76,49 @@ const std::vector<Collective>& AllCollectives() {
        "every worker pushes its vector to the server shards and pulls the sum back",
        "2NM (2NM/S through each of S shards)",
        "the server's link: N first chunks in, then N·M/S in and out at once",
-       nullptr, ParameterServerBytes, PushThenPullRounds, AllReduceBusFactor},
+       nullptr, ParameterServerBytes, FlatRounds<PushThenPullRounds>, AllReduceBusFactor},
       {"naive", kAllReduce, kSchedule,
        "every rank sends its whole vector to every other rank, one round", "N(N-1)M",
        "every link: (N−1)·M out and (N−1)·M in", Rootless<BuildAllReduceNaive>, NaiveBytes,
-       NaiveRounds, AllReduceBusFactor},
+       FlatRounds<NaiveRounds>, AllReduceBusFactor},
       {"ring", kAllReduce, kSchedule, "ring reduce-scatter then ring all-gather, chunks of M/N",
        "2(N-1)M", "every link: 2(N−1)/N·M each way", Rootless<BuildAllReduceRing>,
-       TwiceLinearBytes, RingRounds, AllReduceBusFactor},
+       TwiceLinearBytes, FlatRounds<RingRounds>, AllReduceBusFactor},
       {"tree", kAllReduce, kSchedule, "binary-tree reduce to rank 0, then broadcast back down",
        "2(N-1)M", "an inner node's link: M per round, 2⌈log2 N⌉ rounds",
-       Rootless<BuildAllReduceTree>, TwiceLinearBytes, TreeRounds, AllReduceBusFactor},
+       Rootless<BuildAllReduceTree>, TwiceLinearBytes, FlatRounds<TreeRounds>, AllReduceBusFactor},
       {"butterfly", kAllReduce, kSchedule,
        "recursive doubling: swap the whole vector with the rank one bit away",
        "p M log2 p + 2rM, p=2^floor(log2 N), r=N-p (N M log2 N when r=0)",
        "every link: M per round, log2 N rounds (+2 if N≠2^k)", Rootless<BuildAllReduceButterfly>,
-       ButterflyBytes, ButterflyRounds, AllReduceBusFactor},
+       ButterflyBytes, FlatRounds<ButterflyRounds>, AllReduceBusFactor},
       {"halving-doubling", kAllReduce, kSchedule,
        "Rabenseifner: recursive-halving reduce-scatter, recursive-doubling all-gather",
        "2(N-1)M, exact for any M (fold r=N-p into p=2^floor(log2 N): 2(p-1)M + 2rM)",
        "every link: M/2^k in round k of each half, 2·log2 N rounds (+2 if N≠2^k)",
-       Rootless<BuildAllReduceHalvingDoubling>, TwiceLinearBytes, HalvingDoublingRounds,
-       AllReduceBusFactor},
+       Rootless<BuildAllReduceHalvingDoubling>, TwiceLinearBytes,
+       FlatRounds<HalvingDoublingRounds>, AllReduceBusFactor},
       {"hierarchical", kAllReduce, kSchedule,
        "ring reduce-scatter inside each rack, ring all-reduce of each shard across racks, "
        "all-gather inside the rack",
        "2(N-1)M, 2(R-1)M of it across R racks",
        "a rack's uplink: 2(R−1)/R·M each way (a rack-order ring's hop: 2(N−1)/N·M)",
-       Placed<BuildAllReduceHierarchical>, TwiceLinearBytes, RingRounds, AllReduceBusFactor,
+       Placed<BuildAllReduceHierarchical>, TwiceLinearBytes, HierarchicalRounds, AllReduceBusFactor,
        /*needs_racks=*/true},
       {"reduce-scatter", kReduceScatter, kSchedule,
        "ring reduce-scatter: rank r ends with the reduced chunk r", "(N-1)M",
        "every link: (N−1)/N·M each way", Rootless<BuildReduceScatterRing>, LinearBytes,
-       LinearRounds, ScatterGatherBusFactor},
+       FlatRounds<LinearRounds>, ScatterGatherBusFactor},
       {"all-gather", kAllGather, kSchedule,
        "ring all-gather: every rank ends with every rank's chunk", "(N-1)M",
-       "every link: (N−1)/N·M each way", Rootless<BuildAllGatherRing>, LinearBytes, LinearRounds,
-       ScatterGatherBusFactor},
+       "every link: (N−1)/N·M each way", Rootless<BuildAllGatherRing>, LinearBytes,
+       FlatRounds<LinearRounds>, ScatterGatherBusFactor},
       {"broadcast", kBroadcast, kSchedule, "binary-tree broadcast of the root's vector", "(N-1)M",
        "the root's link: M out per round, ⌈log2 N⌉ rounds", Rooted<BuildBroadcastTree>, LinearBytes,
-       HalfTreeRounds, RootedBusFactor},
+       FlatRounds<HalfTreeRounds>, RootedBusFactor},
       {"reduce", kReduce, kSchedule, "binary-tree reduce to the root", "(N-1)M",
        "the root's link: M in per round, ⌈log2 N⌉ rounds", Rooted<BuildReduceTree>, LinearBytes,
-       HalfTreeRounds, RootedBusFactor},
+       FlatRounds<HalfTreeRounds>, RootedBusFactor},
   };
   return kCollectives;
 }

@@ -48,9 +48,11 @@ struct Collective {
   // read by the schedules that depend on it: hierarchical only.
   Schedule (*builder)(int rank, int world_size, std::int64_t count, int root,
                       const Placement& placement);
-  // Closed forms: total payload bytes for `bytes` per rank, and rounds.
+  // Closed forms: total payload bytes for `bytes` per rank, and rounds of
+  // `count` elements on `placement` (only hierarchical's depend on them:
+  // formula_rounds below).
   std::int64_t (*formula_bytes)(int world_size, std::int64_t bytes);
-  int (*formula_rounds)(int world_size);
+  int (*rounds_of)(int world_size, std::int64_t count, const Placement& placement);
   // nccl-tests' bus-bandwidth factor: busbw = algbw * factor, so that every
   // collective's busbw compares with the link's rate (2(N-1)/N for
   // all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for broadcast
@@ -65,6 +67,11 @@ struct Collective {
   Schedule Build(int rank, int world_size, std::int64_t count, int root = 0,
                  const Placement& placement = Placement::Flat()) const {
     return builder(rank, world_size, count, root, placement);
+  }
+  // The rounds of its schedule, on the flat switch unless a placement is given.
+  int formula_rounds(int world_size, std::int64_t count = 1,
+                     const Placement& placement = Placement::Flat()) const {
+    return rounds_of(world_size, count, placement);
   }
   bool is_all_reduce() const { return semantics == Semantics::kAllReduce; }
   bool has_root() const {

@@ -19,6 +19,8 @@ Schedule BuildAllReduceHalvingDoubling(int rank, int world_size, std::int64_t co
 // Reduce-scatter inside each rack, all-reduce across racks, all-gather inside.
 Schedule BuildAllReduceHierarchical(int rank, int world_size, std::int64_t count,
                                     const Placement& placement);
+// Its rounds: 2(K-1) + waves * 2(R-1) for R racks, K ranks in the largest.
+int HierarchicalRounds(int world_size, std::int64_t count, const Placement& placement);
 
 // Reduce-scatter: rank r ends with the reduction of chunk r (chunking.h).
 Schedule BuildReduceScatterRing(int rank, int world_size, std::int64_t count);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "allreduce/chunking.h"
 #include "allreduce/collective.h"
+#include "allreduce/rank_groups.h"
 #include "allreduce/traffic.h"
 #include "proto/fabric_spec.h"
 #include "proto/spec.h"
@@ -214,8 +215,11 @@ absl::StatusOr<proto::ResultRow> RowOfGroup(const proto::ExperimentSpec& spec,
   row.set_gpu_path(first.gpu_path());
   SetTimes(spec, *collective, members, row);
   if (absl::Status st = SetTraffic(spec, *collective, members, row); !st.ok()) return st;
-  row.set_rounds(collective->formula_rounds(n));
+  // The world's racks; the rounds are the group's on them.
   const Placement placement = PlacementOf(spec.fabric(), groups.world_size());
+  row.set_rounds(collective->formula_rounds(
+      n, first.bytes() / ElementBytes(spec),
+      GroupPlacement(placement, groups.members[static_cast<std::size_t>(group)])));
   SetFabricTraffic(spec, *collective, groups, group, placement, first.bytes(), row);
   return row;
 }

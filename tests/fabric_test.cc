@@ -158,7 +158,9 @@ TEST(FabricCli, TrafficCountsEachUplinkFromTheSchedules) {
   EXPECT_EQ(JsonField(rows[0], "max_uplink_bytes"), std::to_string(7 * (4 << 20) / 4));
   EXPECT_EQ(JsonField(rows[1], "max_uplink_bytes"), std::to_string(4 << 20));
   EXPECT_EQ(JsonField(rows[1], "cross_rack_bytes"), std::to_string(2 * (4 << 20)));
-  EXPECT_EQ(JsonField(rows[1], "formula_rounds"), "-1");
+  // 2(K-1) inside the racks of 4, 2(R-1) across the 2 racks, one wave.
+  EXPECT_EQ(JsonField(rows[1], "formula_rounds"), "8");
+  EXPECT_EQ(JsonField(rows[1], "rounds"), "8");
 }
 
 // Hierarchical, 2 racks of 2, 4 elements: its middle phase alone crosses,
@@ -171,7 +173,7 @@ TEST(FabricCli, TraceMarksAndCountsTheSendsBetweenRacks) {
                         "c1; rank 2 adds them into its [1,2)  (R0 -> R1, across racks)"),
             std::string::npos)
       << output;
-  EXPECT_NE(output.find("4 rounds (formula by the racks: allreduce/ALGORITHMS.md); 24 elements "
+  EXPECT_NE(output.find("4 rounds (formula 4); 24 elements "
                         "sent in total (formula 2(N-1)M, 2(R-1)M of it across R racks = 24); 8 of "
                         "them across racks\n"),
             std::string::npos)

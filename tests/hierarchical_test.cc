@@ -79,12 +79,27 @@ TEST(Hierarchical, EveryRackShapeMatchesAndMovesTheClosedFormsAcrossRacks) {
           ASSERT_EQ(all.back().rounds.size(), all.front().rounds.size());
         }
         ASSERT_TRUE(ValidateMatching(all).ok()) << ValidateMatching(all);
+        EXPECT_EQ(static_cast<int>(all.front().rounds.size()),
+                  Hierarchical().formula_rounds(n, count, shape.placement));
         const TrafficSummary t = CountTraffic(Hierarchical(), n, count * 4, 4, 0, shape.placement);
         EXPECT_EQ(t.total_bytes, Hierarchical().formula_bytes(n, count * 4));
         EXPECT_EQ(t.cross_rack_bytes, 2 * std::int64_t{racks - 1} * count * 4);
       }
     }
   }
+}
+
+// 2(K-1) + w·2(R-1): racks of equal size need one wave; racks of 2 and 4
+// need as many as the chunk boundaries make (8 elements: pieces held by
+// (a0,b0) (a0,b1) (a1,b2) (a1,b3), 2 waves; 10 elements: boundaries 5 and
+// 3, 6, 8 give (a0,b0) (a0,b1) (a1,b1) (a1,b2) (a1,b3), 3 waves).
+TEST(Hierarchical, RoundsFollowTheRackShapes) {
+  EXPECT_EQ(Hierarchical().formula_rounds(8, 1024, Placement::Packed({4, 4})), 2 * 3 + 2 * 1);
+  EXPECT_EQ(Hierarchical().formula_rounds(12, 1024, Placement::Packed({4, 4, 4})), 2 * 3 + 2 * 2);
+  EXPECT_EQ(Hierarchical().formula_rounds(6, 8, Placement::Packed({2, 4})), 2 * 3 + 2 * 2);
+  EXPECT_EQ(Hierarchical().formula_rounds(6, 10, Placement::Packed({2, 4})), 2 * 3 + 3 * 2);
+  EXPECT_EQ(Hierarchical().formula_rounds(8, 1024), 2 * 7);  // flat: the ring's
+  EXPECT_EQ(Hierarchical().formula_rounds(1, 1024), 0);
 }
 
 // Where every rack holds all ranks, hierarchical is the ring.

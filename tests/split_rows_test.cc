@@ -158,6 +158,25 @@ TEST(SplitOnRacks, GroupsInsideRacksCrossNothingAndAcrossRacksShareTheUplinks) {
   EXPECT_FALSE(SimulateRow(RackSpec("div:4"), "ring", 4 << 20).ok());
 }
 
+// A row's rounds are its group's on the racks: hierarchical over 2 racks of 4
+// takes 2(4-1) + 2(2-1); each mod:2 group of ranks 0,2,4,6 (or 1,3,5,7) sits
+// in 2 racks of 2 and takes 2(2-1) + 2(2-1); a ring's stay 2(N-1).
+TEST(SplitOnRacks, EachRowsRoundsAreItsGroupsOnTheRacks) {
+  absl::StatusOr<std::vector<proto::ResultRow>> world =
+      SimulateRows(RackSpec(""), "hierarchical", 4 << 20);
+  absl::StatusOr<std::vector<proto::ResultRow>> groups =
+      SimulateRows(RackSpec("mod:2"), "hierarchical", 4 << 20);
+  absl::StatusOr<std::vector<proto::ResultRow>> ring = SimulateRows(RackSpec(""), "ring", 4 << 20);
+  ASSERT_TRUE(world.ok()) << world.status();
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  ASSERT_EQ(world->size(), 1u);
+  EXPECT_EQ((*world)[0].rounds(), 8u);
+  ASSERT_EQ(groups->size(), 2u);
+  for (const proto::ResultRow& row : *groups) EXPECT_EQ(row.rounds(), 4u);
+  EXPECT_EQ((*ring)[0].rounds(), 14u);
+}
+
 // The measured pair (experiments/reference/split_racks.jsonl, docs/fabrics.md:
 // `testbed local --network netns` at N = 8 on two racks of four at 4:1)
 // simulated again from the specs it ran with: every group within 15% of its

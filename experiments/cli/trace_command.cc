@@ -192,14 +192,10 @@ int RunTrace(const TraceOptions& options, std::ostream& out, std::ostream& err) 
     if (!any) out << "  (nothing to send)\n";
     PrintBuffers(run.snapshots[k], count, width, options.max_elements, out);
   }
-  out << "\n" << schedules[0].rounds.size() << " rounds (formula ";
-  if (c.needs_racks && racks > 1) {
-    out << "by the racks: allreduce/ALGORITHMS.md";
-  } else {
-    out << c.formula_rounds(n);
-  }
-  out << "); " << elements_sent << " elements sent in total (formula " << c.formula << " = "
-      << c.formula_bytes(n, count) << ")";
+  out << "\n" << schedules[0].rounds.size() << " rounds (formula "
+      << c.formula_rounds(n, count, placement) << "); " << elements_sent
+      << " elements sent in total (formula " << c.formula << " = " << c.formula_bytes(n, count)
+      << ")";
   if (racks > 1) out << "; " << elements_across << " of them across racks";
   out << "\n";
   return 0;

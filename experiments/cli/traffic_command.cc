@@ -24,7 +24,7 @@ CLI::App* AddTrafficCommand(CLI::App& app, TrafficOptions& options) {
   cmd->footer(
       "Columns: total_bytes = payload sent by all ranks; max_rank_bytes = the busiest rank's\n"
       "busier direction (its link's load); formula_* = the closed forms of docs/design.md\n"
-      "(formula_rounds -1: hierarchical's rounds depend on the rack shapes, ALGORITHMS.md);\n"
+      "(hierarchical's rounds depend on the rack shapes, allreduce/ALGORITHMS.md);\n"
       "racks, cross_rack_bytes = of total_bytes, those sent to another rack, and\n"
       "max_uplink_bytes = the busiest uplink's busier direction (--racks or --fabric).\n"
       "Example: testbed traffic --workers 8 --bytes 64MiB --format csv\n"
@@ -69,8 +69,7 @@ int RunTraffic(const TrafficOptions& options, std::ostream& out, std::ostream& e
     table.AddRow({std::string(c->name), std::int64_t{options.workers}, bytes, t.total_bytes,
                   t.max_rank_bytes, std::int64_t{t.rounds},
                   c->formula_bytes(options.workers, bytes),
-                  c->needs_racks && racks > 1 ? std::int64_t{-1}
-                                              : std::int64_t{c->formula_rounds(options.workers)},
+                  std::int64_t{c->formula_rounds(options.workers, bytes / element, placement)},
                   std::int64_t{racks},
                   t.cross_rack_bytes, max_uplink, std::string(c->formula)});
   }
