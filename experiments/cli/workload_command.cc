@@ -11,6 +11,7 @@
 #include "experiments/cli/setting_flags.h"
 #include "experiments/cli/simulate_command.h"
 #include "experiments/cli/workload_run.h"
+#include "experiments/results/step_timeline.h"
 #include "experiments/workload/step_simulation.h"
 #include "experiments/workload/step_summary.h"
 #include "experiments/workload/trace_generator.h"
@@ -177,6 +178,33 @@ void PrintMemory(const StepSummary& summary, std::ostream& out) {
   }
 }
 
+// Before anything runs: a timeline needs a replay, and a world it can draw.
+absl::Status CheckTimelineOptions(const WorkloadOptions& options,
+                                  const proto::WorkloadTrace& trace) {
+  if (options.timeline.empty()) return absl::OkStatus();
+  if (!options.simulate && !options.run) {
+    return absl::InvalidArgumentError("--timeline draws a replay: add --simulate or --run");
+  }
+  return CheckStepTimelineSize(trace);
+}
+
+// A process per replay, the simulated one first.
+absl::Status WriteStepTimelines(const WorkloadOptions& options, const proto::WorkloadTrace& trace,
+                                const TraceAlgorithms& algorithms,
+                                const std::vector<ReplayColumn>& replays) {
+  std::vector<TimelineRow> rows;
+  for (const auto& [column, step] : replays) {
+    rows.push_back(StepTimeline(
+        trace, algorithms, *step,
+        absl::StrCat("step, ", column == "simulated_s" ? "simulated" : "measured on the daemons",
+                     " (", trace.world_size(), " ranks, ", trace.ops_size(), " operations)")));
+  }
+  const std::string about = absl::StrCat(
+      "testbed workload, compute at ", options.device_tflops, " TFLOP/s, links at ",
+      options.link_rate_bps, " bit/s", options.run ? absl::StrCat(", on ", EnumText(options.network)) : "");
+  return WriteTimeline(options.timeline, rows, about);
+}
+
 absl::StatusOr<proto::WorkloadTrace> TraceOf(const WorkloadOptions& options) {
   if (!options.trace.empty()) return ReadTraceFile(options.trace);
   absl::StatusOr<proto::Workload> workload = BuildWorkload(options.workload);
@@ -221,6 +249,10 @@ CLI::App* AddWorkloadCommand(CLI::App& app, WorkloadOptions& options) {
   AddLinkRateFlag(*cmd, options.link_rate_bps);
   AddAlphaFlag(*cmd, options.alpha_us);
   AddFabricFlags(*cmd, options.fabric);
+  cmd->add_option("--timeline", options.timeline,
+                  "With --simulate or --run: write the replayed step as trace-event JSON "
+                  "(Perfetto, chrome://tracing): per rank a track for compute and one per "
+                  "communicator, a span per operation");
   cmd->footer(
       "Ranks: tensor-parallel index fastest, then data-parallel, then stage (Megatron-LM's\n"
       "order). Columns: vector_bytes = the operations' vectors, one group's each; sent_bytes\n"
@@ -241,6 +273,10 @@ int RunWorkload(const WorkloadOptions& options, std::ostream& out, std::ostream&
   absl::StatusOr<proto::WorkloadTrace> trace = TraceOf(options);
   if (!trace.ok()) {
     err << "error: " << trace.status().message() << "\n";
+    return 2;
+  }
+  if (absl::Status st = CheckTimelineOptions(options, *trace); !st.ok()) {
+    err << "error: " << st.message() << "\n";
     return 2;
   }
   if (!options.out.empty()) {
@@ -273,6 +309,14 @@ int RunWorkload(const WorkloadOptions& options, std::ostream& out, std::ostream&
   std::vector<ReplayColumn> replays;
   if (sim) replays.emplace_back("simulated_s", &*sim);
   if (measured) replays.emplace_back("measured_s", &measured->step);
+  if (!options.timeline.empty()) {
+    if (absl::Status st = WriteStepTimelines(options, *trace, algorithms, replays); !st.ok()) {
+      err << "error: " << st.message() << "\n";
+      return 1;
+    }
+    err << "timeline of the " << (sim && measured ? "simulated and measured steps" : sim ? "simulated step" : "measured step")
+        << " written to " << options.timeline << "\n";
+  }
   const bool table = options.format == OutputFormat::kTable;
   if (table) PrintHeader(*trace, out);
   TrafficTable(*trace, summary, replays).Print(options.format, out);

@@ -40,6 +40,8 @@ struct WorkloadOptions {
   bool run = false;
   proto::Network::Kind network = proto::Network::loopback;
   std::uint32_t iterations = 3;
+  // --timeline: the replayed steps' timeline (experiments/results/step_timeline.h).
+  std::string timeline;
 };
 
 CLI::App* AddWorkloadCommand(CLI::App& app, WorkloadOptions& options);

@@ -58,7 +58,10 @@ std::string TimelineJson(const std::vector<TimelineRow>& rows, std::string_view 
     for (std::size_t rank = 0; rank < rows[row].ranks.size(); ++rank) {
       const bool slowest = static_cast<int>(rank) == rows[row].slowest_rank;
       const int tid = static_cast<int>(rank);
-      AppendName(out, pid, tid, absl::StrCat("rank ", rank, slowest ? " (slowest)" : ""));
+      AppendName(out, pid, tid,
+                 rank < rows[row].track_names.size()
+                     ? rows[row].track_names[rank]
+                     : absl::StrCat("rank ", rank, slowest ? " (slowest)" : ""));
       for (const TimelineSpan& span : rows[row].ranks[rank]) {
         AppendSpan(out, pid, tid, span, slowest);
       }

@@ -29,8 +29,11 @@ struct TimelineSpan {
 
 struct TimelineRow {
   std::string title;  // the process's name: "ring 16MiB, N = 8 (simulated)"
-  std::vector<std::vector<TimelineSpan>> ranks;  // per rank, its spans in order
+  std::vector<std::vector<TimelineSpan>> ranks;  // per track (a rank), its spans in order
   int slowest_rank = -1;
+  // Each track's name where a rank has several (a replayed step's compute and
+  // each of its communicators' streams); empty: "rank i".
+  std::vector<std::string> track_names;
 };
 
 // The whole trace as one JSON object; `about` goes into its metadata.
