@@ -16,6 +16,7 @@
 #include "experiments/workload/step_summary.h"
 #include "experiments/workload/trace_generator.h"
 #include "experiments/workload/workload_trace.h"
+#include "allreduce/rank_groups.h"
 
 namespace testbed {
 namespace {
@@ -371,6 +372,82 @@ TEST(WorkloadReplay, TensorParallelismAcrossAnOversubscribedRackBoundaryIsSlower
   const StepSimulation across = Replay(w, Fabric(8, bps, 2, uplink, true), 1e14);
   EXPECT_GT(across.step_s, 1.5 * inside.step_s);
   EXPECT_NEAR(inside.ranks[0].compute_s, across.ranks[0].compute_s, 1e-9 * inside.step_s);
+}
+
+// The replay before operations shared links: each collective simulated
+// alone, all of its communicator's groups at once, and its time reused.
+absl::StatusOr<StepSimulation> ReplayAlone(const proto::WorkloadTrace& trace, const SimSetup& world,
+                                           double flops_per_s) {
+  const TraceAlgorithms algorithms = DefaultTraceAlgorithms();
+  const int n = static_cast<int>(trace.world_size());
+  const CollectiveTime alone = [&](const proto::WorkloadOp& op,
+                                   const proto::Communicator& c) -> absl::StatusOr<double> {
+    SimSetup setup = world;
+    setup.groups = *CommunicatorGroups(c, n);
+    const bool pair = op.kind() == proto::WorkloadOp::send_recv;
+    const int root = pair && c.groups(0).ranks(0) > c.groups(0).ranks(1) ? 1 : 0;
+    absl::StatusOr<SimResult> sim =
+        SimulateSchedule(*AlgorithmOf(algorithms, op.kind()), n,
+                         static_cast<std::int64_t>(op.bytes()), TraceElementBytes(trace), setup, root);
+    if (!sim.ok()) return sim.status();
+    double longest = 0;
+    for (const SimRank& r : sim->ranks) longest = std::max(longest, r.time_s);
+    return longest;
+  };
+  return ReplayStep(trace, alone, flops_per_s);
+}
+
+TEST(WorkloadReplay, OperationsThatOverlapShareTheLinks) {
+  // t = 2, p = 2, d = 2 on 4 racks of 2 behind 2:1 uplinks. Round-robin puts
+  // one rank of each stage in every rack, so a stage's tensor-parallel pairs
+  // alone cross their uplinks at full rate - as fast as packed, inside the
+  // racks - but the two stages' all-reduces, at once in 1F1B's steady state,
+  // share every uplink. Timed alone, as the replay did before, the placement
+  // costs the tensor-parallel all-reduces nothing.
+  proto::Workload w = Small(2, 2, 2, 8);
+  w.mutable_transformer()->set_micro_batch(64);
+  const proto::WorkloadTrace trace = Generate(w);
+  const double bps = 10e9, uplink = 2 * bps / 2;
+  const double flops = 1e14;
+  const SimSetup packed = Fabric(8, bps, 4, uplink), spread = Fabric(8, bps, 4, uplink, true);
+  const auto tensor_parallel = [&](const StepSimulation& sim) {
+    double sum = 0;
+    for (int i = 0; i < trace.ops_size(); ++i) {
+      const proto::Communicator& c = trace.communicators(static_cast<int>(trace.ops(i).communicator()));
+      if (c.role() == proto::CommunicatorRole::tensor_parallel) sum += sim.ops[i].end_s - sim.ops[i].start_s;
+    }
+    return sum;
+  };
+  const StepSimulation inside_alone = *ReplayAlone(trace, packed, flops);
+  const StepSimulation across_alone = *ReplayAlone(trace, spread, flops);
+  EXPECT_NEAR(tensor_parallel(across_alone), tensor_parallel(inside_alone),
+              1e-9 * tensor_parallel(inside_alone));
+  absl::StatusOr<StepSimulation> inside = SimulateStep(trace, DefaultTraceAlgorithms(), packed, flops);
+  absl::StatusOr<StepSimulation> across = SimulateStep(trace, DefaultTraceAlgorithms(), spread, flops);
+  ASSERT_TRUE(inside.ok() && across.ok());
+  EXPECT_GT(tensor_parallel(*across), 1.3 * tensor_parallel(*inside));
+  EXPECT_GT(across->step_s, 1.2 * inside->step_s);
+  // Sharing never makes an operation faster than alone.
+  EXPECT_GE(inside->step_s, inside_alone.step_s * (1 - 1e-9));
+  EXPECT_GE(across->step_s, across_alone.step_s * (1 - 1e-9));
+}
+
+TEST(WorkloadReplay, OperationsThatNeverOverlapTakeWhatTheyTakeAlone) {
+  // DDP on one communicator, and a pipeline of one micro-batch: nothing runs
+  // beside anything else on the links. (With more micro-batches, 1F1B's
+  // stages send activations on and gradients back at once, both up their
+  // host links: those do share.)
+  for (const proto::Workload& w : {Small(1, 1, 4), Small(1, 4, 1, 1)}) {
+    const proto::WorkloadTrace trace = Generate(w);
+    const SimSetup setup = Fabric(4, 1e9);
+    const StepSimulation alone = *ReplayAlone(trace, setup, 1e12);
+    absl::StatusOr<StepSimulation> shared = SimulateStep(trace, DefaultTraceAlgorithms(), setup, 1e12);
+    ASSERT_TRUE(shared.ok()) << shared.status();
+    EXPECT_NEAR(shared->step_s, alone.step_s, 1e-9 * alone.step_s);
+    for (int i = 0; i < trace.ops_size(); ++i) {
+      EXPECT_NEAR(shared->ops[i].end_s, alone.ops[i].end_s, 1e-9 * alone.step_s) << i;
+    }
+  }
 }
 
 TEST(WorkloadReplay, RefusesAFabricOfAnotherSize) {

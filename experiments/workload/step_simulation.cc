@@ -1,11 +1,13 @@
 #include "experiments/workload/step_simulation.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "allreduce/simulator/concurrent_collectives.h"
 #include "experiments/workload/workload_trace.h"
 
 namespace testbed {
@@ -43,71 +45,119 @@ double OverlapLength(const std::vector<Interval>& a, const std::vector<Interval>
   return overlap;
 }
 
-class StepReplay {
- public:
-  StepReplay(const proto::WorkloadTrace& trace, const CollectiveTime& time, double flops_per_s)
-      : trace_(trace), time_(time), flops_per_s_(flops_per_s),
-        world_(static_cast<int>(trace.world_size())) {}
+// How a replay starts an operation's communication on the clock; the
+// operation's index comes back from the clock's Next when it ended.
+using StartCommunication = std::function<absl::Status(int op, ConcurrentCollectives& clock)>;
 
-  absl::StatusOr<StepSimulation> Run() {
-    StepSimulation out;
-    out.ops.resize(static_cast<std::size_t>(trace_.ops_size()));
-    std::vector<double> compute_free(static_cast<std::size_t>(world_), 0);
-    std::vector<double> stream_free(static_cast<std::size_t>(trace_.communicators_size()), 0);
-    compute_.resize(static_cast<std::size_t>(world_));
-    communication_.resize(static_cast<std::size_t>(world_));
-    for (int i = 0; i < trace_.ops_size(); ++i) {
-      const proto::WorkloadOp& op = trace_.ops(i);
-      double ready = 0;
-      for (std::uint32_t dep : op.deps()) ready = std::max(ready, out.ops[dep].end_s);
-      const proto::Communicator& c = trace_.communicators(static_cast<int>(op.communicator()));
-      const bool compute = op.kind() == proto::WorkloadOp::compute;
-      double& stream = stream_free[op.communicator()];
-      double start = compute ? ready : std::max(ready, stream);
-      if (compute) {
-        for (const proto::RankGroup& g : c.groups()) {
-          for (std::uint32_t r : g.ranks()) start = std::max(start, compute_free[r]);
-        }
-      }
-      absl::StatusOr<double> duration = compute ? op.flops() / flops_per_s_ : Communication(op, c);
-      if (!duration.ok()) return duration.status();
-      const double end = start + *duration;
-      out.ops[i] = {start, end};
-      out.step_s = std::max(out.step_s, end);
-      if (!compute) stream = end;
-      for (const proto::RankGroup& g : c.groups()) {
+// Operation i's predecessors: its dependencies, the operation before it on its
+// communicator's stream (a communication), the compute before it on each of
+// its ranks (a compute).
+std::vector<std::vector<int>> Predecessors(const proto::WorkloadTrace& trace) {
+  std::vector<std::vector<int>> preds(static_cast<std::size_t>(trace.ops_size()));
+  std::vector<int> last_on_stream(static_cast<std::size_t>(trace.communicators_size()), -1);
+  std::vector<int> last_compute(trace.world_size(), -1);
+  for (int i = 0; i < trace.ops_size(); ++i) {
+    const proto::WorkloadOp& op = trace.ops(i);
+    std::vector<int>& p = preds[static_cast<std::size_t>(i)];
+    p.assign(op.deps().begin(), op.deps().end());
+    if (op.kind() != proto::WorkloadOp::compute) {
+      int& last = last_on_stream[op.communicator()];
+      if (last >= 0) p.push_back(last);
+      last = i;
+    } else {
+      for (const proto::RankGroup& g : trace.communicators(static_cast<int>(op.communicator())).groups()) {
         for (std::uint32_t r : g.ranks()) {
-          if (compute) compute_free[r] = end;
-          (compute ? compute_ : communication_)[r].emplace_back(start, end);
+          if (last_compute[r] >= 0) p.push_back(last_compute[r]);
+          last_compute[r] = i;
         }
       }
     }
-    out.collectives_simulated = durations_.size();
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
+  }
+  return preds;
+}
+
+// The step as events: an operation starts the instant its last predecessor
+// ends, a compute lasts its FLOPs over the rate, a communication what
+// `start` makes it last on `clock`.
+class StepReplay {
+ public:
+  StepReplay(const proto::WorkloadTrace& trace, double flops_per_s, ConcurrentCollectives& clock,
+             StartCommunication start)
+      : trace_(trace), flops_per_s_(flops_per_s), world_(static_cast<int>(trace.world_size())),
+        clock_(clock), start_(std::move(start)) {}
+
+  absl::StatusOr<StepSimulation> Run() {
+    StepSimulation out;
+    const int n_ops = trace_.ops_size();
+    out.ops.resize(static_cast<std::size_t>(n_ops));
+    const std::vector<std::vector<int>> preds = Predecessors(trace_);
+    std::vector<std::vector<int>> successors(static_cast<std::size_t>(n_ops));
+    std::vector<std::size_t> waiting(static_cast<std::size_t>(n_ops));
+    for (int i = 0; i < n_ops; ++i) {
+      waiting[i] = preds[i].size();
+      for (int p : preds[i]) successors[static_cast<std::size_t>(p)].push_back(i);
+    }
+    for (int i = 0; i < n_ops; ++i) {
+      if (waiting[i] == 0) {
+        if (absl::Status st = Launch(i, out); !st.ok()) return st;
+      }
+    }
+    int ended_ops = 0;
+    std::vector<std::uint64_t> ended;
+    for (;;) {
+      ended.clear();
+      absl::StatusOr<bool> more = clock_.Next(ended);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      for (std::uint64_t tag : ended) {
+        const int i = static_cast<int>(tag);
+        out.ops[i].end_s = clock_.now();
+        out.step_s = std::max(out.step_s, clock_.now());
+        ++ended_ops;
+        for (int s : successors[static_cast<std::size_t>(i)]) {
+          if (--waiting[static_cast<std::size_t>(s)] > 0) continue;
+          if (absl::Status st = Launch(s, out); !st.ok()) return st;
+        }
+      }
+    }
+    if (ended_ops != n_ops) {
+      return absl::InternalError(absl::StrCat(n_ops - ended_ops, " operations never started"));
+    }
     Account(out);
     return out;
   }
 
  private:
-  // The op's collective on every group of its communicator at once, timed
-  // once per (communicator, kind, bytes).
-  absl::StatusOr<double> Communication(const proto::WorkloadOp& op, const proto::Communicator& c) {
-    const auto key = std::make_tuple(op.communicator(), static_cast<int>(op.kind()), op.bytes());
-    if (const auto found = durations_.find(key); found != durations_.end()) return found->second;
-    absl::StatusOr<double> seconds = time_(op, c);
-    if (seconds.ok()) durations_[key] = *seconds;
-    return seconds;
+  absl::Status Launch(int i, StepSimulation& out) {
+    out.ops[i].start_s = clock_.now();
+    const proto::WorkloadOp& op = trace_.ops(i);
+    if (op.kind() != proto::WorkloadOp::compute) return start_(i, clock_);
+    clock_.Wake(op.flops() / flops_per_s_, static_cast<std::uint64_t>(i));
+    return absl::OkStatus();
   }
 
+  // Each rank's compute and communication spans, merged, and the critical rank.
   void Account(StepSimulation& out) {
+    std::vector<std::vector<Interval>> compute(static_cast<std::size_t>(world_));
+    std::vector<std::vector<Interval>> communication(static_cast<std::size_t>(world_));
+    for (int i = 0; i < trace_.ops_size(); ++i) {
+      const proto::WorkloadOp& op = trace_.ops(i);
+      auto& spans = op.kind() == proto::WorkloadOp::compute ? compute : communication;
+      for (const proto::RankGroup& g : trace_.communicators(static_cast<int>(op.communicator())).groups()) {
+        for (std::uint32_t r : g.ranks()) spans[r].emplace_back(out.ops[i].start_s, out.ops[i].end_s);
+      }
+    }
     out.ranks.resize(static_cast<std::size_t>(world_));
     double busiest = -1;
     for (int r = 0; r < world_; ++r) {
       RankStep& rank = out.ranks[r];
-      const std::vector<Interval> compute = Merged(std::move(compute_[r]));
-      const std::vector<Interval> communication = Merged(std::move(communication_[r]));
-      rank.compute_s = Length(compute);
-      rank.communication_s = Length(communication);
-      rank.overlap_s = OverlapLength(compute, communication);
+      const std::vector<Interval> busy = Merged(std::move(compute[r]));
+      const std::vector<Interval> talking = Merged(std::move(communication[r]));
+      rank.compute_s = Length(busy);
+      rank.communication_s = Length(talking);
+      rank.overlap_s = OverlapLength(busy, talking);
       if (rank.compute_s + rank.exposed_s() > busiest) {
         busiest = rank.compute_s + rank.exposed_s();
         out.critical_rank = r;
@@ -116,38 +166,22 @@ class StepReplay {
   }
 
   const proto::WorkloadTrace& trace_;
-  const CollectiveTime& time_;
   double flops_per_s_;
   int world_;
-  std::vector<std::vector<Interval>> compute_, communication_;
-  std::map<std::tuple<std::uint32_t, int, std::uint64_t>, double> durations_;
+  ConcurrentCollectives& clock_;
+  StartCommunication start_;
 };
 
-// The simulator's time for an operation: all of its communicator's groups on
-// the fabric at once; a send-receive is a broadcast inside its pair.
-absl::StatusOr<double> SimulatedCollective(const proto::WorkloadTrace& trace,
-                                           const TraceAlgorithms& algorithms, const SimSetup& world,
-                                           const proto::WorkloadOp& op,
-                                           const proto::Communicator& c) {
-  const int n = static_cast<int>(trace.world_size());
-  const bool pair = op.kind() == proto::WorkloadOp::send_recv;
-  const Collective* collective = AlgorithmOf(algorithms, op.kind());
-  SimSetup setup = world;
-  absl::StatusOr<RankGroups> groups = CommunicatorGroups(c, n);
-  if (!groups.ok()) return groups.status();
-  setup.groups = *std::move(groups);
-  setup.record_spans = false;
-  setup.start_delay_s.clear();  // a slow rank is a slower device here, not a late start
-  // A pair's sender is its first rank: the broadcast's root, as an index in the sorted pair.
-  const int root = pair && c.groups(0).ranks(0) > c.groups(0).ranks(1) ? 1 : 0;
-  absl::StatusOr<SimResult> sim = SimulateSchedule(
-      *collective, n, static_cast<std::int64_t>(op.bytes()), TraceElementBytes(trace), setup, root);
-  if (!sim.ok()) return sim.status();
-  double longest = 0;
-  for (const proto::RankGroup& g : c.groups()) {
-    for (std::uint32_t r : g.ranks()) longest = std::max(longest, sim->ranks[r].time_s);
-  }
-  return longest;
+// A clock with no links: for a replay whose communications have known times.
+ConcurrentCollectives TimersOnly(int world_size) {
+  SimSetup setup;
+  setup.rates.host_bps.assign(static_cast<std::size_t>(world_size), 0);
+  return ConcurrentCollectives(world_size, setup);
+}
+
+// Where a send-receive's pair sends from: its first rank, as an index in the sorted pair.
+int PairRoot(const proto::Communicator& c) {
+  return c.groups(0).ranks(0) > c.groups(0).ranks(1) ? 1 : 0;
 }
 
 }  // namespace
@@ -157,20 +191,57 @@ absl::StatusOr<StepSimulation> ReplayStep(const proto::WorkloadTrace& trace,
   if (!(device_flops_per_s > 0)) {
     return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
   }
-  return StepReplay(trace, time, device_flops_per_s).Run();
+  // Each distinct (communicator, kind, bytes) is timed once.
+  std::map<std::tuple<std::uint32_t, int, std::uint64_t>, double> durations;
+  const StartCommunication start = [&](int i, ConcurrentCollectives& clock) -> absl::Status {
+    const proto::WorkloadOp& op = trace.ops(i);
+    const auto key = std::make_tuple(op.communicator(), static_cast<int>(op.kind()), op.bytes());
+    auto found = durations.find(key);
+    if (found == durations.end()) {
+      absl::StatusOr<double> seconds =
+          time(op, trace.communicators(static_cast<int>(op.communicator())));
+      if (!seconds.ok()) return seconds.status();
+      found = durations.emplace(key, *seconds).first;
+    }
+    clock.Wake(found->second, static_cast<std::uint64_t>(i));
+    return absl::OkStatus();
+  };
+  ConcurrentCollectives clock = TimersOnly(static_cast<int>(trace.world_size()));
+  return StepReplay(trace, device_flops_per_s, clock, start).Run();
 }
 
 absl::StatusOr<StepSimulation> SimulateStep(const proto::WorkloadTrace& trace,
                                             const TraceAlgorithms& algorithms,
                                             const SimSetup& setup, double device_flops_per_s) {
-  if (static_cast<int>(setup.rates.host_bps.size()) != static_cast<int>(trace.world_size())) {
+  const int n = static_cast<int>(trace.world_size());
+  if (static_cast<int>(setup.rates.host_bps.size()) != n) {
     return absl::InvalidArgumentError(absl::StrCat("a fabric of ", setup.rates.host_bps.size(),
                                                    " hosts for ", trace.world_size(), " ranks"));
   }
-  const CollectiveTime simulated = [&](const proto::WorkloadOp& op, const proto::Communicator& c) {
-    return SimulatedCollective(trace, algorithms, setup, op, c);
+  if (!(device_flops_per_s > 0)) {
+    return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
+  }
+  if (absl::Status st = ValidateRackPlacement(setup.placement, n); !st.ok()) return st;
+  // Every communicator's groups, built once; the clock keeps their schedules.
+  std::vector<RankGroups> groups;
+  groups.reserve(static_cast<std::size_t>(trace.communicators_size()));
+  for (const proto::Communicator& c : trace.communicators()) {
+    absl::StatusOr<RankGroups> g = CommunicatorGroups(c, n);
+    if (!g.ok()) return g.status();
+    groups.push_back(*std::move(g));
+  }
+  const std::int64_t element = TraceElementBytes(trace);
+  // A slow rank is a slower device here, not a late start: ConcurrentCollectives
+  // takes the fabric only.
+  ConcurrentCollectives clock(n, setup);
+  const StartCommunication start = [&](int i, ConcurrentCollectives& on) {
+    const proto::WorkloadOp& op = trace.ops(i);
+    const proto::Communicator& c = trace.communicators(static_cast<int>(op.communicator()));
+    const int root = op.kind() == proto::WorkloadOp::send_recv ? PairRoot(c) : 0;
+    return on.Start(*AlgorithmOf(algorithms, op.kind()), static_cast<std::int64_t>(op.bytes()),
+                    element, groups[op.communicator()], root, static_cast<std::uint64_t>(i));
   };
-  return ReplayStep(trace, simulated, device_flops_per_s);
+  return StepReplay(trace, device_flops_per_s, clock, start).Run();
 }
 
 }  // namespace testbed

@@ -1,16 +1,14 @@
-// A workload trace's step replayed in the simulator (docs/workloads.md,
-// "Replay in the simulator"): every operation starts once its dependencies
-// ended and its resource is free - a compute waits for each of its ranks'
-// one compute stream, a communication for its communicator's one stream (as
-// NCCL runs one stream per process group) - and lasts what it lasts:
-// FLOPs over the device's rate, or the simulator's time for that collective
-// (allreduce/simulator/simulation.h) with all of its communicator's groups
-// at once on the fabric. A send-receive is a broadcast inside its pair.
-//
-// What it leaves out: operations that overlap in time do not share links
-// with each other here (each was simulated alone), so where a data-parallel
-// all-reduce overlaps a pipeline's sends on the same links the replay is
-// faster than the cluster would be.
+// A workload trace's step replayed (docs/workloads.md, "Replay in the
+// simulator"): every operation starts once its dependencies ended and its
+// resource is free - a compute waits for each of its ranks' one compute
+// stream, a communication for its communicator's one stream (as NCCL runs one
+// stream per process group) - and lasts what it lasts: FLOPs over the
+// device's rate, and a communication either a time given for it (ReplayStep:
+// the daemons' medians) or, simulated (SimulateStep), its collective with all
+// of its communicator's groups played on the fabric together with every
+// other communication in flight, so operations that overlap share links
+// (allreduce/simulator/concurrent_collectives.h). A send-receive is a
+// broadcast inside its pair.
 //
 // Thread-safety: a pure function.
 #pragma once
@@ -45,7 +43,6 @@ struct StepSimulation {
   std::vector<OpTiming> ops;   // by the trace's index
   std::vector<RankStep> ranks;
   int critical_rank = 0;       // the rank with the most compute and exposed communication
-  std::uint64_t collectives_simulated = 0;  // distinct ones; the rest reused their times
 };
 
 // How long an operation's collective takes, all of its communicator's groups
@@ -55,13 +52,16 @@ struct StepSimulation {
 using CollectiveTime = std::function<absl::StatusOr<double>(const proto::WorkloadOp& op,
                                                             const proto::Communicator& c)>;
 
-// The step replayed with each collective lasting what `time` says, compute
-// its FLOPs over `device_flops_per_s`.
+// The step replayed with each collective lasting what `time` says (asked once
+// per distinct communicator, kind and bytes), compute its FLOPs over
+// `device_flops_per_s`.
 absl::StatusOr<StepSimulation> ReplayStep(const proto::WorkloadTrace& trace,
                                           const CollectiveTime& time, double device_flops_per_s);
 
 // `setup` describes the world's fabric (its placement and rates for
-// trace.world_size() ranks); its groups are set per operation.
+// trace.world_size() ranks, alpha, the host cost); its groups and start
+// delays are not used: groups come per operation, and a slow rank here is a
+// slower device.
 absl::StatusOr<StepSimulation> SimulateStep(const proto::WorkloadTrace& trace,
                                             const TraceAlgorithms& algorithms,
                                             const SimSetup& setup, double device_flops_per_s);
