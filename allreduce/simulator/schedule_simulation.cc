@@ -1,6 +1,7 @@
 // SimulateSchedule (allreduce/simulator/simulation.h): every rank's schedule,
 // kept compact, played round by round on the fabric's flows as one job
 // (allreduce/simulator/schedule_job.h) alone on its links.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "allreduce/segment_plan.h"
 #include "allreduce/simulator/flow_simulator.h"
 #include "allreduce/simulator/schedule_job.h"
@@ -27,7 +29,18 @@ Schedule RankSchedule(const Collective& collective, int r, int world_size, std::
   return BuildInGroup(collective, setup.groups, r, count, root, setup.placement);
 }
 
+// What a segment plan holds in memory: its operations and their dependents.
+std::int64_t PlanBytes(const SegmentPlan& plan) {
+  auto bytes = static_cast<std::int64_t>(plan.ops.capacity() * sizeof(SegmentOp));
+  for (const SegmentOp& op : plan.ops) {
+    bytes += static_cast<std::int64_t>(op.dependents.capacity() * sizeof(std::uint32_t));
+  }
+  return bytes;
+}
+
 // Segmented: each rank's schedule as its segment plan, played op by op.
+// Refused, before the memory runs out, where the plans would hold more than
+// kMaxSegmentPlanBytes (judged from the first rank's, then counted).
 absl::StatusOr<SimResult> SimulateSegmented(const Collective& collective, int world_size,
                                             std::int64_t count, std::int64_t element_size,
                                             const SimSetup& setup, int root) {
@@ -36,13 +49,24 @@ absl::StatusOr<SimResult> SimulateSegmented(const Collective& collective, int wo
   plans.reserve(static_cast<std::size_t>(world_size));
   const std::int64_t segment =
       SegmentElements(setup.segment_bytes, static_cast<std::size_t>(element_size), count);
+  std::int64_t plan_bytes = 0;
   for (int r = 0; r < world_size; ++r) {
     const Schedule schedule = RankSchedule(collective, r, world_size, count, root, setup);
     SimRank& rank = result.ranks.emplace_back();
     rank.bytes_sent = schedule.ElementsSent() * element_size;
     rank.bytes_received = schedule.ElementsReceived() * element_size;
     plans.push_back(PlanSegments(schedule, segment));
-    result.schedule_bytes += plans.back().ops.capacity() * sizeof(SegmentOp);
+    const std::int64_t bytes = PlanBytes(plans.back());
+    plan_bytes += bytes;
+    result.schedule_bytes += static_cast<std::uint64_t>(bytes);
+    if (plan_bytes > kMaxSegmentPlanBytes || bytes * world_size > kMaxSegmentPlanBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the segment plans of ", std::string(collective.name), " on ", world_size,
+          " ranks would hold about ", std::max(plan_bytes, bytes * world_size) >> 20,
+          " MiB, over the simulator's ", kMaxSegmentPlanBytes >> 20, " MiB (",
+          segment * element_size, "-byte segments); simulate it with --segment off or larger "
+          "segments"));
+    }
   }
   if (absl::Status st = PlaySegmentPlans(plans, element_size, setup, result); !st.ok()) return st;
   return result;

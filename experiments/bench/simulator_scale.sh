@@ -20,12 +20,13 @@ racks=$(( n >= 64 ? 64 : 1 ))
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "simulator_scale: N = $n, 64 MiB, $racks racks at 1gbit, 4:1 uplinks; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "simulator_scale: N = $n, 64 MiB, whole steps (--segment off), $racks racks at 1gbit, 4:1 uplinks; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-17s %14s %12s %10s %10s\n' algorithm simulated_s simulator_s wall_s peak_MiB
 total_wall=0 peak_max=0
 for algorithm in ps naive ring tree butterfly halving-doubling hierarchical; do
   /usr/bin/time -f '%e %M' -o "$work/time" "$testbed" simulate --link-rate 1gbit -n "$n" \
-    --racks "$racks" --oversubscription 4 --servers 64 -a "$algorithm" -s 64MiB --format csv \
+    --racks "$racks" --oversubscription 4 --servers 64 -a "$algorithm" -s 64MiB --segment off \
+    --format csv \
     > "$work/rows.csv" 2> "$work/err" || { cat "$work/err" >&2; exit 1; }
   read -r wall peak_kb < "$work/time"
   # "testbed simulate: N = 4096, ring, 64MiB: 1.48 s simulated in 6.4 s"
