@@ -73,6 +73,8 @@ TEST(WorkloadCommandTest, ReplaysTensorParallelismInsideAndAcrossRacks) {
   const std::string inside = step("packed"), across = step("round-robin");
   EXPECT_GT(std::stod(JsonField(across, "step_s")), 2 * std::stod(JsonField(inside, "step_s")));
   EXPECT_EQ(JsonField(across, "verdict"), "communication-bound");
+  // The step's row says which replay it is, beside a measured one's in the same output.
+  EXPECT_EQ(JsonField(across, "replay"), "simulated");
 }
 
 TEST(WorkloadCommandTest, RefusesWithOneLineSayingWhy) {

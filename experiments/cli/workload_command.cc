@@ -43,15 +43,19 @@ double SimulatedSeconds(const proto::WorkloadTrace& trace, const StepSimulation&
   return seconds;
 }
 
-// A replay's column: its name and its step.
-using ReplayColumn = std::pair<std::string, const StepSimulation*>;
+// A replayed step and how it was timed: "simulated" or "measured" (its
+// traffic column is that with "_s", its step row says it).
+struct ReplayColumn {
+  std::string replay;
+  const StepSimulation* step;
+};
 
 Table TrafficTable(const proto::WorkloadTrace& trace, const StepSummary& summary,
                    const std::vector<ReplayColumn>& replays) {
   std::vector<std::string> columns = {"group",        "operation", "ops",
                                       "vector_bytes", "sent_bytes", "busiest_rank",
                                       "busiest",      "closed_form", "agrees"};
-  for (const auto& [name, step] : replays) columns.push_back(name);
+  for (const ReplayColumn& r : replays) columns.push_back(r.replay + "_s");
   Table table(columns);
   for (const TrafficLine& line : summary.lines) {
     // Cell by cell into room made first: gcc 12 misreads a variant's move on
@@ -67,19 +71,21 @@ Table TrafficTable(const proto::WorkloadTrace& trace, const StepSummary& summary
     row.emplace_back(line.busiest);
     row.emplace_back(line.closed_form ? *line.closed_form : -1.0);
     row.emplace_back(Agreement(line));
-    for (const auto& [name, step] : replays) row.emplace_back(SimulatedSeconds(trace, *step, line));
+    for (const ReplayColumn& r : replays) row.emplace_back(SimulatedSeconds(trace, *r.step, line));
     table.AddRow(std::move(row));
   }
   return table;
 }
 
 // The replay's step, for its critical rank: the profiling chapter's figures.
-Table StepTable(const StepSimulation& sim) {
+Table StepTable(const ReplayColumn& replay) {
+  const StepSimulation& sim = *replay.step;
   const RankStep& r = sim.ranks[static_cast<std::size_t>(sim.critical_rank)];
   const double ratio = r.compute_s > 0 ? r.communication_s / r.compute_s : 0;
-  Table table({"step_s", "critical_rank", "compute_s", "communication_s", "exposed_s",
+  Table table({"replay", "step_s", "critical_rank", "compute_s", "communication_s", "exposed_s",
                "overlap_s", "idle_s", "communication_over_compute", "verdict"});
-  table.AddRow({sim.step_s, std::int64_t{sim.critical_rank}, r.compute_s, r.communication_s,
+  table.AddRow({replay.replay, sim.step_s, std::int64_t{sim.critical_rank}, r.compute_s,
+                r.communication_s,
                 r.exposed_s(), r.overlap_s, r.idle(sim.step_s), ratio,
                 std::string(ratio > 1 ? "communication-bound" : "compute-bound")});
   return table;
@@ -193,10 +199,10 @@ absl::Status WriteStepTimelines(const WorkloadOptions& options, const proto::Wor
                                 const TraceAlgorithms& algorithms,
                                 const std::vector<ReplayColumn>& replays) {
   std::vector<TimelineRow> rows;
-  for (const auto& [column, step] : replays) {
+  for (const ReplayColumn& r : replays) {
     rows.push_back(StepTimeline(
-        trace, algorithms, *step,
-        absl::StrCat("step, ", column == "simulated_s" ? "simulated" : "measured on the daemons",
+        trace, algorithms, *r.step,
+        absl::StrCat("step, ", r.replay == "simulated" ? "simulated" : "measured on the daemons",
                      " (", trace.world_size(), " ranks, ", trace.ops_size(), " operations)")));
   }
   const std::string about = absl::StrCat(
@@ -307,8 +313,8 @@ int RunWorkload(const WorkloadOptions& options, std::ostream& out, std::ostream&
     measured = *std::move(ran);
   }
   std::vector<ReplayColumn> replays;
-  if (sim) replays.emplace_back("simulated_s", &*sim);
-  if (measured) replays.emplace_back("measured_s", &measured->step);
+  if (sim) replays.push_back({"simulated", &*sim});
+  if (measured) replays.push_back({"measured", &measured->step});
   if (!options.timeline.empty()) {
     if (absl::Status st = WriteStepTimelines(options, *trace, algorithms, replays); !st.ok()) {
       err << "error: " << st.message() << "\n";
@@ -324,12 +330,11 @@ int RunWorkload(const WorkloadOptions& options, std::ostream& out, std::ostream&
     if (table) out << "\ncollectives measured on the daemons (a row per group):\n";
     MeasuredTable(*trace, *measured).Print(options.format, out);
   }
-  for (const auto& [name, step] : replays) {
+  for (const ReplayColumn& r : replays) {
     if (table) {
-      out << "\n" << (step == &*sim ? "simulated" : "measured") << " step (compute at "
-          << options.device_tflops << " TFLOP/s):\n";
+      out << "\n" << r.replay << " step (compute at " << options.device_tflops << " TFLOP/s):\n";
     }
-    StepTable(*step).Print(options.format, out);
+    StepTable(r).Print(options.format, out);
   }
   if (table) PrintMemory(summary, out);
   return 0;
