@@ -230,9 +230,9 @@ std::vector<fs::path> Handouts() {
   return handouts;
 }
 
-TEST(LabHandouts, FiveHandoutsEachWithAnAnswerKey) {
+TEST(LabHandouts, SixHandoutsEachWithAnAnswerKey) {
   const std::vector<fs::path> handouts = Handouts();
-  ASSERT_EQ(handouts.size(), 5u);
+  ASSERT_EQ(handouts.size(), 6u);
   for (const fs::path& handout : handouts) {
     EXPECT_GE(ReadAnswerKeys(handout).size(), 5u) << handout << " has (almost) no answer key";
   }
