@@ -70,53 +70,52 @@ TEST(ConcurrentCollectivesTest, OneAloneTakesWhatSimulateScheduleGivesIt) {
   }
 }
 
-TEST(ConcurrentCollectivesTest, TwoOnTheSameLinksShareThemAndTwoOnTheirOwnDoNot) {
+// A ring of 4 MiB in `groups` alone on `fabric`, its slowest rank's time.
+double RingAlone(SimSetup fabric, const RankGroups& groups) {
+  fabric.groups = groups;
+  return Slowest(*SimulateSchedule(*FindCollective("ring"), fabric.groups.world_size(),
+                                   std::int64_t{4} << 20, 4, fabric));
+}
+
+// Rings of 4 MiB in `a` and in `b` started together on `fabric`: when each ended.
+std::vector<double> RingsTogether(const SimSetup& fabric, const RankGroups& a, const RankGroups& b) {
   const Collective& ring = *FindCollective("ring");
-  const std::int64_t bytes = std::int64_t{4} << 20;
+  ConcurrentCollectives clock(a.world_size(), fabric);
+  EXPECT_TRUE(clock.Start(ring, std::int64_t{4} << 20, 4, a, 0, 0).ok());
+  EXPECT_TRUE(clock.Start(ring, std::int64_t{4} << 20, 4, b, 0, 1).ok());
+  return EndTimes(clock, 2);
+}
+
+TEST(ConcurrentCollectivesTest, TwoOnTheSameLinksShareThemAndTwoOnTheirOwnDoNot) {
   SimSetup flat = Racks(8, 1, 0);
   flat.alpha_s = 0;
+  SimSetup racks = Racks(8, 2, kRate);
+  racks.alpha_s = 0;
   const RankGroups world = RankGroups::World(8);
-  const double alone = Slowest(*SimulateSchedule(ring, 8, bytes, 4, flat));
-  {
-    // The same ring twice: every host link carries two flows each round.
-    ConcurrentCollectives clock(8, flat);
-    ASSERT_TRUE(clock.Start(ring, bytes, 4, world, 0, 0).ok());
-    ASSERT_TRUE(clock.Start(ring, bytes, 4, world, 0, 1).ok());
-    const std::vector<double> ends = EndTimes(clock, 2);
-    EXPECT_NEAR(ends[0], 2 * alone, 1e-9 * alone);
-    EXPECT_NEAR(ends[1], 2 * alone, 1e-9 * alone);
-  }
-  {
-    // Two rings across two racks behind 4:1 uplinks, started as two
-    // collectives: each crosses each uplink once per direction a round, so
-    // together they take twice as long as one alone.
-    SimSetup racks = Racks(8, 2, kRate);
-    racks.alpha_s = 0;
-    const RankGroups evens = *GroupsOfMembers({{0, 2, 4, 6}}, 8);
-    const RankGroups odds = *GroupsOfMembers({{1, 3, 5, 7}}, 8);
-    SimSetup one = racks;
-    one.groups = evens;
-    const double across = Slowest(*SimulateSchedule(ring, 8, bytes, 4, one));
-    ConcurrentCollectives clock(8, racks);
-    ASSERT_TRUE(clock.Start(ring, bytes, 4, evens, 0, 0).ok());
-    ASSERT_TRUE(clock.Start(ring, bytes, 4, odds, 0, 1).ok());
-    const std::vector<double> ends = EndTimes(clock, 2);
-    EXPECT_NEAR(ends[0], 2 * across, 1e-9 * across);
-    EXPECT_NEAR(ends[1], 2 * across, 1e-9 * across);
-  }
-  {
-    // Disjoint groups started as two collectives: each as fast as alone.
-    const RankGroups first = *GroupsOfMembers({{0, 1, 2, 3}}, 8);
-    const RankGroups second = *GroupsOfMembers({{4, 5, 6, 7}}, 8);
-    SimSetup one = flat;
-    one.groups = first;
-    const double four = Slowest(*SimulateSchedule(ring, 8, bytes, 4, one));
-    ConcurrentCollectives clock(8, flat);
-    ASSERT_TRUE(clock.Start(ring, bytes, 4, first, 0, 0).ok());
-    ASSERT_TRUE(clock.Start(ring, bytes, 4, second, 0, 1).ok());
-    const std::vector<double> ends = EndTimes(clock, 2);
-    EXPECT_NEAR(ends[0], four, 1e-9 * four);
-    EXPECT_NEAR(ends[1], four, 1e-9 * four);
+  const RankGroups evens = *GroupsOfMembers({{0, 2, 4, 6}}, 8);
+  const RankGroups odds = *GroupsOfMembers({{1, 3, 5, 7}}, 8);
+  const RankGroups first = *GroupsOfMembers({{0, 1, 2, 3}}, 8);
+  const RankGroups second = *GroupsOfMembers({{4, 5, 6, 7}}, 8);
+  struct Case {
+    const char* what;
+    const SimSetup& fabric;
+    const RankGroups& a;
+    const RankGroups& b;
+    double slowdown;  // of each, against `a` alone
+  };
+  for (const Case& c : {
+           // The same ring twice: every host link carries two flows each round.
+           Case{"the same ring twice", flat, world, world, 2},
+           // Each ring across two racks behind 4:1 uplinks crosses each uplink
+           // once per direction a round: together, two flows on each.
+           Case{"two rings across racks", racks, evens, odds, 2},
+           // Disjoint groups on a switch: nothing shared.
+           Case{"two rings on links of their own", flat, first, second, 1},
+       }) {
+    const double alone = RingAlone(c.fabric, c.a);
+    const std::vector<double> ends = RingsTogether(c.fabric, c.a, c.b);
+    EXPECT_NEAR(ends[0], c.slowdown * alone, 1e-9 * alone) << c.what;
+    EXPECT_NEAR(ends[1], c.slowdown * alone, 1e-9 * alone) << c.what;
   }
 }
 
