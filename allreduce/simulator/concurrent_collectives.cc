@@ -27,26 +27,24 @@ absl::StatusOr<std::shared_ptr<const CompactSchedules>> ConcurrentCollectives::P
     const PlanKey& key) {
   if (const auto found = plans_.find(key); found != plans_.end()) return found->second;
   const auto& [collective, bytes, element_size, groups, root] = key;
-  auto plans = std::make_shared<CompactSchedules>();
-  plans->reserve(static_cast<std::size_t>(world_size_));
-  for (int r = 0; r < world_size_; ++r) {
-    absl::StatusOr<CompactSchedule> plan = Compact(
-        BuildInGroup(*collective, *groups, r, bytes / element_size, root, setup_.placement));
-    if (!plan.ok()) return plan.status();
-    plans->push_back(*std::move(plan));
-  }
-  plans_.emplace(key, plans);
-  return plans;
+  absl::StatusOr<CompactSchedules> plans = CompactSchedulesOf(
+      *collective, *groups, setup_.placement, world_size_, bytes / element_size, root);
+  if (!plans.ok()) return plans.status();
+  auto shared = std::make_shared<const CompactSchedules>(*std::move(plans));
+  plans_.emplace(key, shared);
+  return shared;
 }
 
 absl::Status ConcurrentCollectives::Start(const Collective& collective, std::int64_t bytes,
                                           std::int64_t element_size, const RankGroups& groups,
                                           int root, std::uint64_t tag) {
-  if (!collective.has_schedule() || element_size < 1 || bytes < 0 || bytes % element_size != 0 ||
-      groups.world_size() != world_size_ || bytes / element_size > std::int64_t{UINT32_MAX}) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot play ", std::string(collective.name), " of ", bytes, " bytes of ", element_size,
-        "-byte elements in groups of ", groups.world_size(), " ranks on ", world_size_));
+  if (absl::Status st = CheckPlayable(collective, world_size_, bytes, element_size, groups);
+      !st.ok()) {
+    return st;
+  }
+  if (groups.world_size() != world_size_) {  // the world needs its groups here
+    return absl::InvalidArgumentError(
+        absl::StrCat("groups of ", groups.world_size(), " ranks for ", world_size_));
   }
   if (running_.size() >= static_cast<std::size_t>(kMaxJobs)) {
     return absl::ResourceExhaustedError(
@@ -61,8 +59,10 @@ absl::Status ConcurrentCollectives::Start(const Collective& collective, std::int
   running.job =
       std::make_unique<ScheduleJob>(*std::move(plans), element_size, setup_, sim_, fabric_, id);
   // A collective with nothing to move (every group a single rank) ends at once.
-  if (running.job->finished()) Wake(0, tag);
-  if (running.job->finished()) running.job.reset();
+  if (running.job->finished()) {
+    Wake(0, tag);
+    running.job.reset();
+  }
   return absl::OkStatus();
 }
 

@@ -59,6 +59,49 @@ absl::StatusOr<CompactSchedule> Compact(const Schedule& schedule) {
   return compact;
 }
 
+absl::Status CheckPlayable(const Collective& collective, int world_size, std::int64_t bytes,
+                           std::int64_t element_size, const RankGroups& groups) {
+  if (!collective.has_schedule()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(collective.name), " has no schedule"));
+  }
+  if (world_size < 1 || element_size < 1 || bytes < 0 || bytes % element_size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot simulate ", bytes, " bytes of ",
+                                                   element_size, "-byte elements on ",
+                                                   world_size, " ranks"));
+  }
+  if (!groups.members.empty() && groups.world_size() != world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("groups of ", groups.world_size(),
+                                                   " ranks for ", world_size));
+  }
+  if (const std::int64_t count = bytes / element_size; count > std::int64_t{UINT32_MAX}) {
+    return absl::InvalidArgumentError(absl::StrCat(count, " elements is over the simulator's ",
+                                                   UINT32_MAX, " per rank"));
+  }
+  return absl::OkStatus();
+}
+
+Schedule RankSchedule(const Collective& collective, const RankGroups& groups,
+                      const Placement& placement, int r, int world_size, std::int64_t count,
+                      int root) {
+  if (groups.members.empty()) return collective.Build(r, world_size, count, root, placement);
+  return BuildInGroup(collective, groups, r, count, root, placement);
+}
+
+absl::StatusOr<CompactSchedules> CompactSchedulesOf(const Collective& collective,
+                                                    const RankGroups& groups,
+                                                    const Placement& placement, int world_size,
+                                                    std::int64_t count, int root) {
+  CompactSchedules plans;
+  plans.reserve(static_cast<std::size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) {
+    absl::StatusOr<CompactSchedule> plan =
+        Compact(RankSchedule(collective, groups, placement, r, world_size, count, root));
+    if (!plan.ok()) return plan.status();
+    plans.push_back(*std::move(plan));
+  }
+  return plans;
+}
+
 ScheduleJob::ScheduleJob(std::shared_ptr<const CompactSchedules> plans, std::int64_t element_size,
                          const SimSetup& setup, FlowSimulator& sim, const SimFabric& fabric,
                          std::uint32_t job)

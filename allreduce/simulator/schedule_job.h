@@ -17,6 +17,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/status/status.h"
+#include "allreduce/collective.h"
+#include "allreduce/placement.h"
+#include "allreduce/rank_groups.h"
 #include "allreduce/schedule.h"
 #include "allreduce/simulator/flow_simulator.h"
 #include "allreduce/simulator/sim_fabric.h"
@@ -49,6 +53,23 @@ absl::StatusOr<CompactSchedule> Compact(const Schedule& schedule);
 // Every world rank's compact schedule (a rank outside the collective's
 // groups has none), shared by the jobs that play it.
 using CompactSchedules = std::vector<CompactSchedule>;
+
+// OK where `collective` can be played over `bytes` of `element_size`-byte
+// elements on `world_size` ranks in `groups` (no members: the world): it
+// has a schedule, the sizes fit, and a rank's count fits a CompactSend.
+absl::Status CheckPlayable(const Collective& collective, int world_size, std::int64_t bytes,
+                           std::int64_t element_size, const RankGroups& groups);
+
+// Rank `r`'s schedule: in its group, where `groups` has members.
+Schedule RankSchedule(const Collective& collective, const RankGroups& groups,
+                      const Placement& placement, int r, int world_size, std::int64_t count,
+                      int root);
+
+// Every rank's schedule, compact.
+absl::StatusOr<CompactSchedules> CompactSchedulesOf(const Collective& collective,
+                                                    const RankGroups& groups,
+                                                    const Placement& placement, int world_size,
+                                                    std::int64_t count, int root);
 
 // Tags: bits 62-63 the kind of event, 40-61 the job, 26-39 the rank, 0-25
 // a send's index in its rank's schedule.

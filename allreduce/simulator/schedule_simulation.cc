@@ -9,25 +9,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/limits.h"
 #include "allreduce/segment_plan.h"
 #include "allreduce/simulator/flow_simulator.h"
 #include "allreduce/simulator/schedule_job.h"
 #include "allreduce/simulator/segment_simulation.h"
 #include "allreduce/simulator/sim_fabric.h"
 #include "allreduce/simulator/simulation.h"
+#include "common/limits.h"
 
 namespace testbed {
 namespace {
-
-// Rank `r`'s schedule: in its group when the setup has groups.
-Schedule RankSchedule(const Collective& collective, int r, int world_size, std::int64_t count,
-                      int root, const SimSetup& setup) {
-  if (setup.groups.members.empty()) {
-    return collective.Build(r, world_size, count, root, setup.placement);
-  }
-  return BuildInGroup(collective, setup.groups, r, count, root, setup.placement);
-}
 
 // What a segment plan holds in memory: its operations and their dependents.
 std::int64_t PlanBytes(const SegmentPlan& plan) {
@@ -51,7 +42,8 @@ absl::StatusOr<SimResult> SimulateSegmented(const Collective& collective, int wo
       SegmentElements(setup.segment_bytes, static_cast<std::size_t>(element_size), count);
   std::int64_t plan_bytes = 0;
   for (int r = 0; r < world_size; ++r) {
-    const Schedule schedule = RankSchedule(collective, r, world_size, count, root, setup);
+    const Schedule schedule =
+        RankSchedule(collective, setup.groups, setup.placement, r, world_size, count, root);
     SimRank& rank = result.ranks.emplace_back();
     rank.bytes_sent = schedule.ElementsSent() * element_size;
     rank.bytes_received = schedule.ElementsReceived() * element_size;
@@ -77,48 +69,34 @@ absl::StatusOr<SimResult> SimulateSegmented(const Collective& collective, int wo
 absl::StatusOr<SimResult> SimulateSchedule(const Collective& collective, int world_size,
                                            std::int64_t bytes, std::int64_t element_size,
                                            const SimSetup& setup, int root) {
-  if (!collective.has_schedule()) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(collective.name), " has no schedule"));
-  }
-  if (world_size < 1 || element_size < 1 || bytes < 0 || bytes % element_size != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot simulate ", bytes, " bytes of ",
-                                                   element_size, "-byte elements on ",
-                                                   world_size, " ranks"));
+  if (absl::Status st = CheckPlayable(collective, world_size, bytes, element_size, setup.groups);
+      !st.ok()) {
+    return st;
   }
   if (static_cast<int>(setup.rates.host_bps.size()) != world_size) {
     return absl::InvalidArgumentError(absl::StrCat(setup.rates.host_bps.size(),
                                                    " host links for ", world_size, " ranks"));
   }
   if (absl::Status st = ValidateRackPlacement(setup.placement, world_size); !st.ok()) return st;
-  if (!setup.groups.members.empty() && setup.groups.world_size() != world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("groups of ", setup.groups.world_size(),
-                                                   " ranks for ", world_size));
-  }
   const std::int64_t count = bytes / element_size;
-  if (count > std::int64_t{UINT32_MAX}) {
-    return absl::InvalidArgumentError(absl::StrCat(count, " elements is over the simulator's ",
-                                                   UINT32_MAX, " per rank"));
-  }
   if (setup.segment_bytes > 0) {
     return SimulateSegmented(collective, world_size, count, element_size, setup, root);
   }
+  absl::StatusOr<CompactSchedules> plans =
+      CompactSchedulesOf(collective, setup.groups, setup.placement, world_size, count, root);
+  if (!plans.ok()) return plans.status();
   SimResult result;
-  auto plans = std::make_shared<CompactSchedules>();
-  plans->reserve(static_cast<std::size_t>(world_size));
-  for (int r = 0; r < world_size; ++r) {
-    absl::StatusOr<CompactSchedule> plan =
-        Compact(RankSchedule(collective, r, world_size, count, root, setup));
-    if (!plan.ok()) return plan.status();
+  for (const CompactSchedule& plan : *plans) {
     SimRank rank;
-    for (const CompactSend& send : plan->sends) rank.bytes_sent += send.count * element_size;
-    rank.bytes_received = plan->elements_received * element_size;
+    for (const CompactSend& send : plan.sends) rank.bytes_sent += send.count * element_size;
+    rank.bytes_received = plan.elements_received * element_size;
     result.ranks.push_back(rank);
-    result.schedule_bytes += plan->MemoryBytes();
-    plans->push_back(*std::move(plan));
+    result.schedule_bytes += plan.MemoryBytes();
   }
   FlowSimulator sim;
   const SimFabric fabric(sim, world_size, setup.placement, setup.rates);
-  ScheduleJob job(std::move(plans), element_size, setup, sim, fabric, 0);
+  ScheduleJob job(std::make_shared<const CompactSchedules>(*std::move(plans)), element_size, setup,
+                  sim, fabric, 0);
   std::vector<SimEvent> events;
   while (sim.Next(events)) {
     for (const SimEvent& event : events) job.Handle(event);
