@@ -11,12 +11,12 @@
 #include "allreduce/collective.h"
 #include "allreduce/simulator/simulation.h"
 #include "common/byte_size.h"
-#include "common/limits.h"
 #include "common/link_units.h"
 #include "experiments/cli/simulate_validation.h"
 #include "experiments/cli/submission.h"
 #include "experiments/results/course_table.h"
 #include "experiments/results/results_output.h"
+#include "experiments/results/timeline.h"
 #include "proto/enum_text.h"
 #include "proto/fabric_spec.h"
 #include "proto/result_aggregator.h"
@@ -177,9 +177,8 @@ absl::StatusOr<std::vector<proto::ResultRow>> SimulateRows(const proto::Experime
   const Collective* collective = FindCollective(algorithm);
   if (collective == nullptr) return absl::InvalidArgumentError("unknown algorithm " + algorithm);
   const int n = static_cast<int>(spec.workers());
-  if (spec.record_rounds() && n > kMaxTimelineRanks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a timeline records up to ", kMaxTimelineRanks, " ranks (common/limits.h), not ", n));
+  if (spec.record_rounds()) {
+    if (absl::Status st = CheckTimelineRanks(n); !st.ok()) return st;
   }
   SimSetup setup = SimSetupOf(spec);
   if (!spec.split().empty()) {

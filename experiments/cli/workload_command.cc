@@ -85,8 +85,7 @@ Table StepTable(const ReplayColumn& replay) {
   Table table({"replay", "step_s", "critical_rank", "compute_s", "communication_s", "exposed_s",
                "overlap_s", "idle_s", "communication_over_compute", "verdict"});
   table.AddRow({replay.replay, sim.step_s, std::int64_t{sim.critical_rank}, r.compute_s,
-                r.communication_s,
-                r.exposed_s(), r.overlap_s, r.idle(sim.step_s), ratio,
+                r.communication_s, r.exposed_s(), r.overlap_s, r.idle(sim.step_s), ratio,
                 std::string(ratio > 1 ? "communication-bound" : "compute-bound")});
   return table;
 }
@@ -191,7 +190,7 @@ absl::Status CheckTimelineOptions(const WorkloadOptions& options,
   if (!options.simulate && !options.run) {
     return absl::InvalidArgumentError("--timeline draws a replay: add --simulate or --run");
   }
-  return CheckStepTimelineSize(trace);
+  return CheckTimelineRanks(static_cast<int>(trace.world_size()));
 }
 
 // A process per replay, the simulated one first.
@@ -320,8 +319,10 @@ int RunWorkload(const WorkloadOptions& options, std::ostream& out, std::ostream&
       err << "error: " << st.message() << "\n";
       return 1;
     }
-    err << "timeline of the " << (sim && measured ? "simulated and measured steps" : sim ? "simulated step" : "measured step")
-        << " written to " << options.timeline << "\n";
+    const char* steps = sim && measured ? "simulated and measured steps"
+                        : sim               ? "simulated step"
+                                            : "measured step";
+    err << "timeline of the " << steps << " written to " << options.timeline << "\n";
   }
   const bool table = options.format == OutputFormat::kTable;
   if (table) PrintHeader(*trace, out);

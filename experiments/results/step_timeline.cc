@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/limits.h"
 #include "proto/enum_text.h"
 
 namespace testbed {
@@ -20,29 +19,20 @@ TimelineSpan OpSpan(const proto::WorkloadOp& op, const Collective* algorithm,
   span.end_us = timing.end_s * 1e6;
   span.name = EnumText(op.kind());
   if (!op.label().empty()) absl::StrAppend(&span.name, ": ", op.label());
-  const auto bytes = static_cast<std::int64_t>(op.bytes());
+  if (op.kind() == proto::WorkloadOp::compute) return span;
+  span.bytes_sent = static_cast<std::int64_t>(SentInOp(op, *algorithm, group, rank));
   if (op.kind() == proto::WorkloadOp::send_recv) {
     const bool sender = group.ranks(0) == rank;
     span.peer = static_cast<std::int32_t>(group.ranks(sender ? 1 : 0));
     span.sends = sender ? 1 : 0;
-    (sender ? span.bytes_sent : span.bytes_received) = bytes;
-  } else if (op.kind() != proto::WorkloadOp::compute) {
-    // Every rank of a group sends what it receives, the closed form's share.
-    const int size = group.ranks_size();
-    span.bytes_sent = algorithm->formula_bytes(size, bytes) / size;
-    span.bytes_received = span.bytes_sent;
+    span.bytes_received = sender ? 0 : static_cast<std::int64_t>(op.bytes());
+  } else {
+    span.bytes_received = span.bytes_sent;  // every rank of a group receives what it sends
   }
   return span;
 }
 
 }  // namespace
-
-absl::Status CheckStepTimelineSize(const proto::WorkloadTrace& trace) {
-  if (static_cast<int>(trace.world_size()) <= kMaxTimelineRanks) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("a timeline records up to ", kMaxTimelineRanks,
-                                                 " ranks (common/limits.h), not ",
-                                                 trace.world_size()));
-}
 
 TimelineRow StepTimeline(const proto::WorkloadTrace& trace, const TraceAlgorithms& algorithms,
                          const StepSimulation& step, std::string title) {

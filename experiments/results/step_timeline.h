@@ -13,17 +13,12 @@
 
 #include <string>
 
-#include "absl/status/status.h"
 #include "experiments/results/timeline.h"
 #include "experiments/workload/step_simulation.h"
 #include "experiments/workload/step_summary.h"
 #include "proto/workload.pb.h"
 
 namespace testbed {
-
-// OK where a timeline of `trace` can be drawn: at most kMaxTimelineRanks
-// ranks (common/limits.h), which keeps the file one Perfetto opens.
-absl::Status CheckStepTimelineSize(const proto::WorkloadTrace& trace);
 
 // `step` replayed from `trace` (ops by the trace's index), as one process
 // titled `title`.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/limits.h"
 
 namespace testbed {
 namespace {
@@ -45,6 +46,12 @@ void AppendSpan(std::string& out, int pid, int tid, const TimelineSpan& span, bo
 }
 
 }  // namespace
+
+absl::Status CheckTimelineRanks(int ranks) {
+  if (ranks <= kMaxTimelineRanks) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("a timeline records up to ", kMaxTimelineRanks,
+                                                 " ranks (common/limits.h), not ", ranks));
+}
 
 std::string TimelineJson(const std::vector<TimelineRow>& rows, std::string_view about) {
   std::string out = absl::StrCat("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"about\":",

@@ -36,6 +36,10 @@ struct TimelineRow {
   std::vector<std::string> track_names;
 };
 
+// OK where a timeline of `ranks` ranks can be drawn: at most
+// kMaxTimelineRanks (common/limits.h), which keeps the file one Perfetto opens.
+absl::Status CheckTimelineRanks(int ranks);
+
 // The whole trace as one JSON object; `about` goes into its metadata.
 std::string TimelineJson(const std::vector<TimelineRow>& rows, std::string_view about);
 

@@ -89,6 +89,9 @@ class StepReplay {
         clock_(clock), start_(std::move(start)) {}
 
   absl::StatusOr<StepSimulation> Run() {
+    if (!(flops_per_s_ > 0)) {
+      return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
+    }
     StepSimulation out;
     const int n_ops = trace_.ops_size();
     out.ops.resize(static_cast<std::size_t>(n_ops));
@@ -188,9 +191,6 @@ int PairRoot(const proto::Communicator& c) {
 
 absl::StatusOr<StepSimulation> ReplayStep(const proto::WorkloadTrace& trace,
                                           const CollectiveTime& time, double device_flops_per_s) {
-  if (!(device_flops_per_s > 0)) {
-    return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
-  }
   // Each distinct (communicator, kind, bytes) is timed once.
   std::map<std::tuple<std::uint32_t, int, std::uint64_t>, double> durations;
   const StartCommunication start = [&](int i, ConcurrentCollectives& clock) -> absl::Status {
@@ -217,9 +217,6 @@ absl::StatusOr<StepSimulation> SimulateStep(const proto::WorkloadTrace& trace,
   if (static_cast<int>(setup.rates.host_bps.size()) != n) {
     return absl::InvalidArgumentError(absl::StrCat("a fabric of ", setup.rates.host_bps.size(),
                                                    " hosts for ", trace.world_size(), " ranks"));
-  }
-  if (!(device_flops_per_s > 0)) {
-    return absl::InvalidArgumentError("the device's rate must be above 0 FLOP/s");
   }
   if (absl::Status st = ValidateRackPlacement(setup.placement, n); !st.ok()) return st;
   // Every communicator's groups, built once; the clock keeps their schedules.

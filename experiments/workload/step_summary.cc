@@ -140,6 +140,16 @@ std::optional<double> CourseBytes(const proto::WorkloadTrace& trace, int rank, R
   return CourseBytesOf(trace, GeneratedOf(trace), rank, role, kind);
 }
 
+double SentInOp(const proto::WorkloadOp& op, const Collective& algorithm,
+                const proto::RankGroup& group, std::uint32_t rank) {
+  if (op.kind() == proto::WorkloadOp::send_recv) {
+    return group.ranks(0) == rank ? static_cast<double>(op.bytes()) : 0;
+  }
+  const int size = group.ranks_size();
+  return static_cast<double>(algorithm.formula_bytes(size, static_cast<std::int64_t>(op.bytes()))) /
+         size;
+}
+
 StepSummary SummarizeStep(const proto::WorkloadTrace& trace, const TraceAlgorithms& algorithms) {
   const auto world = static_cast<std::size_t>(trace.world_size());
   const std::optional<Generated> generated = GeneratedOf(trace);
@@ -159,17 +169,10 @@ StepSummary SummarizeStep(const proto::WorkloadTrace& trace, const TraceAlgorith
     line.vector_bytes += op.bytes();
     const Collective* algorithm = AlgorithmOf(algorithms, op.kind());
     for (const proto::RankGroup& group : c.groups()) {
-      const int size = group.ranks_size();
-      if (op.kind() == proto::WorkloadOp::compute) {
-        for (std::uint32_t r : group.ranks()) per_rank[r] += op.flops();
-      } else if (op.kind() == proto::WorkloadOp::send_recv) {
-        per_rank[group.ranks(0)] += static_cast<double>(op.bytes());
-      } else {
-        const double each =
-            static_cast<double>(
-                algorithm->formula_bytes(size, static_cast<std::int64_t>(op.bytes()))) /
-            size;
-        for (std::uint32_t r : group.ranks()) per_rank[r] += each;
+      for (std::uint32_t r : group.ranks()) {
+        per_rank[r] += op.kind() == proto::WorkloadOp::compute
+                           ? op.flops()
+                           : SentInOp(op, *algorithm, group, r);
       }
     }
   }

@@ -60,6 +60,12 @@ struct StepSummary {
 
 StepSummary SummarizeStep(const proto::WorkloadTrace& trace, const TraceAlgorithms& algorithms);
 
+// What `rank`, a member of `group`, sends in communication `op` run by
+// `algorithm`: a send-receive's vector from the pair's first rank (nothing
+// from its second), a collective's closed form shared by the group's ranks.
+double SentInOp(const proto::WorkloadOp& op, const Collective& algorithm,
+                const proto::RankGroup& group, std::uint32_t rank);
+
 // The course's closed form of what rank `rank` sends per step for the
 // (role, kind) pair, for the ring algorithms; nullopt where the trace was not
 // generated or the pair has none. Independent of the generator's loop: it
